@@ -46,7 +46,7 @@ public abstract class PoolEx<T> : Pool<T> where T : class, IPoolSlotHolder<T>
     /// <remarks>Otherwise exactly <see cref="Pool{T}.Release(PoolSlot{T})"/> on the object's slot.</remarks>
     public void Release(T @object)
     {
-        ArgumentNullException.ThrowIfNull(@object);
+        ArgumentNullException.ThrowIfNull(@object, nameof(@object));
         PoolSlot<T>? slot = @object.PoolSlot;
         if (slot is null || !ReferenceEquals(slot.Owner, this) || !ReferenceEquals(slot.Object, @object))
         {

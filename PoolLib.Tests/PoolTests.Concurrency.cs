@@ -1,0 +1,182 @@
+using System.Collections.Concurrent;
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+// The invariants of DESIGN.md, checked under contention:
+// 1. no object is held by two takers at once (each holder stamps the object and must find it free);
+// 2. TotalCount <= MaxCapacity and AvailableCount <= TotalCount whenever an observer looks;
+// 3. once everyone has released: AvailableCount == TotalCount, every object is stored exactly once,
+//    and CleanUp ran once per release.
+public sealed partial class PoolTests
+{
+    private const int StressThreads = 4;
+    private const int StressOperationsPerThread = 100_000;
+
+    [TestCase(1)]
+    [TestCase(2)]
+    [TestCase(8)]
+    [CancelAfter(120_000)]
+    public void TakeSlot_FourThreadsHundredThousandPairsEach_InvariantsHold(int maxCapacity, CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(maxCapacity);
+
+        StressResult result = Stress(pool, cancellationToken, (worker, i) =>
+        {
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            return slot;
+        });
+
+        AssertStressInvariants(pool, result, releases: StressThreads * StressOperationsPerThread);
+    }
+
+    [TestCase(1)]
+    [TestCase(2)]
+    [TestCase(8)]
+    [CancelAfter(120_000)]
+    public void EveryTakeKind_FourThreadsHundredThousandPairsEach_InvariantsHold(int maxCapacity, CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(maxCapacity);
+
+        StressResult result = Stress(pool, cancellationToken, (worker, i) =>
+        {
+            switch (i % 4)
+            {
+                case 0:
+                    return pool.TakeSlot();
+                case 1:
+                    return pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? timed) ? timed : null;
+                case 2:
+                    ValueTask<PoolSlot<TrackedObject>> take = pool.TakeSlotAsync(cancellationToken);
+                    return take.IsCompletedSuccessfully ? take.Result : take.AsTask().GetAwaiter().GetResult();
+                default:
+                    return pool.TryTakeSlot(out PoolSlot<TrackedObject>? immediate) ? immediate : null;
+            }
+        });
+
+        AssertStressInvariants(pool, result, releases: result.Releases);
+    }
+
+    [Test]
+    [CancelAfter(120_000)]
+    public void Release_CleanUpFailingNowAndThenUnderContention_NeverLeaksCapacity(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(4);
+        int cleanUps = 0;
+        pool.OnCleanUp = _ =>
+        {
+            if (Interlocked.Increment(ref cleanUps) % 97 == 0)
+            {
+                throw new FormatException("clean-up failed");
+            }
+        };
+
+        StressResult result = Stress(pool, cancellationToken, (worker, i) => pool.TakeSlot());
+
+        Assert.That(result.FailedReleases, Is.EqualTo(cleanUps / 97));
+        var discarded = pool.Created.Where(o => o.DisposeCount > 0).ToList();
+        Assert.That(discarded, Has.Count.EqualTo(result.FailedReleases));
+        Assert.That(discarded.Select(o => o.DisposeCount), Is.All.EqualTo(1));
+        Assert.That(result.Violations, Is.Empty);
+        Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
+        Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount - result.FailedReleases));
+    }
+
+    /// <summary>
+    /// Runs <see cref="StressThreads"/> threads, started together, each taking with <paramref name="take"/>
+    /// (null: nothing taken this round) and releasing <see cref="StressOperationsPerThread"/> times,
+    /// alternating <see cref="Pool{T}.Release"/> and <see cref="PoolSlot{T}.Dispose"/>, while an
+    /// observer checks the counts.
+    /// </summary>
+    private static StressResult Stress(TrackedPool pool, CancellationToken cancellationToken, Func<int, int, PoolSlot<TrackedObject>?> take)
+    {
+        var violations = new ConcurrentQueue<string>();
+        int releases = 0;
+        int failedReleases = 0;
+        using var start = new Barrier(StressThreads + 2); // the workers, the observer and this thread
+        using var done = new CountdownEvent(StressThreads);
+
+        var observer = Task.Factory.StartNew(() =>
+        {
+            start.SignalAndWait(cancellationToken);
+            while (!done.IsSet)
+            {
+                int total = pool.TotalCount;
+                int available = pool.AvailableCount;
+                if (total > pool.MaxCapacity || available > pool.TotalCount || available < 0)
+                {
+                    violations.Enqueue($"counts out of bounds: total {total}, available {available}");
+                }
+            }
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+
+        var workers = StartWorkers(StressThreads, worker =>
+        {
+            int holder = worker + 1;
+            start.SignalAndWait(cancellationToken);
+            for (int i = 0; i < StressOperationsPerThread; i++)
+            {
+                PoolSlot<TrackedObject>? slot = take(worker, i);
+                if (slot is null)
+                {
+                    continue;
+                }
+
+                if (!slot.Object.TryStampHolder(holder))
+                {
+                    violations.Enqueue($"object {slot.Object.Id} handed to worker {holder} while held by another");
+                }
+                else if (!slot.Object.TryClearHolder(holder))
+                {
+                    violations.Enqueue($"object {slot.Object.Id} changed holder while worker {holder} held it");
+                }
+
+                try
+                {
+                    if (i % 2 == 0)
+                    {
+                        pool.Release(slot);
+                    }
+                    else
+                    {
+                        slot.Dispose();
+                    }
+
+                    Interlocked.Increment(ref releases);
+                }
+                catch (FormatException)
+                {
+                    Interlocked.Increment(ref failedReleases);
+                }
+            }
+
+            done.Signal();
+        });
+
+        start.SignalAndWait(cancellationToken);
+        Assert.That(Task.WaitAll([.. workers, observer], TimeSpan.FromSeconds(100)), Is.True, "the stress run did not finish");
+        return new StressResult(violations.ToArray(), releases, failedReleases);
+    }
+
+    private static void AssertStressInvariants(TrackedPool pool, StressResult result, int releases)
+    {
+        Assert.That(result.Violations, Is.Empty);
+        Assert.That(result.Releases, Is.EqualTo(releases));
+        Assert.That(pool.CleanUpCount, Is.EqualTo(releases), "CleanUp runs once per release");
+        Assert.That(pool.WaiterCount, Is.Zero);
+        Assert.That(pool.TotalCount, Is.InRange(1, pool.MaxCapacity));
+        Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount), "nothing was discarded");
+        Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
+
+        var stored = new List<TrackedObject>();
+        while (stored.Count < pool.CreatedCount && pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot))
+        {
+            stored.Add(slot.Object);
+        }
+
+        Assert.That(stored, Is.EquivalentTo(pool.Created), "every object is stored exactly once");
+        Assert.That(pool.CreatedCount, Is.EqualTo(pool.TotalCount), "draining the store created nothing");
+    }
+
+    private sealed record StressResult(string[] Violations, int Releases, int FailedReleases);
+}
