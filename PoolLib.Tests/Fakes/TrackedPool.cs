@@ -1,0 +1,52 @@
+using System.Collections.Concurrent;
+
+namespace PoolLib.Tests.Fakes;
+
+/// <summary>A pool of <see cref="TrackedObject"/> that counts what it creates and cleans, with hooks to make either throw.</summary>
+internal sealed class TrackedPool : Pool<TrackedObject>
+{
+    private int _cleanUpCount;
+
+    public TrackedPool(int maxCapacity)
+        : base(maxCapacity)
+    {
+    }
+
+    public ConcurrentQueue<TrackedObject> Created { get; } = new();
+
+    public int CreatedCount => Created.Count;
+
+    public int CleanUpCount => Volatile.Read(ref _cleanUpCount);
+
+    /// <summary>Runs before each construction; throw from it to make the constructor fail.</summary>
+    public Action? BeforeConstruct { get; set; }
+
+    /// <summary>Makes the constructor return null, as a broken subclass might.</summary>
+    public bool ConstructNull { get; set; }
+
+    /// <summary>Runs inside each clean-up; throw from it to make the clean-up fail.</summary>
+    public Action<TrackedObject>? OnCleanUp { get; set; }
+
+    public bool Prewarm(int count) => TryAllocatePush(count);
+
+    public bool PrewarmOne() => TryAllocatePush();
+
+    protected override TrackedObject ObjectConstructor()
+    {
+        BeforeConstruct?.Invoke();
+        if (ConstructNull)
+        {
+            return null!;
+        }
+
+        var created = new TrackedObject();
+        Created.Enqueue(created);
+        return created;
+    }
+
+    protected override void CleanUp(TrackedObject @object)
+    {
+        Interlocked.Increment(ref _cleanUpCount);
+        OnCleanUp?.Invoke(@object);
+    }
+}

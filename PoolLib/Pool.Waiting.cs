@@ -1,0 +1,197 @@
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+
+namespace PoolLib;
+
+// The waiting half of Pool<T>: what a taker does when it finds the pool exhausted.
+//
+// Protocol. A waiter joins the queue (under _waiters' lock, incrementing _waiterCount with an
+// interlocked operation) and then calls ServeWaiters itself. Every Store and every return of budget
+// reads _waiterCount after its own interlocked operation and calls ServeWaiters when it is non-zero.
+// ServeWaiters, under the lock, hands idle slots, then units of budget, to the queue's head in order.
+// Because both sides fence between "publish" and "look", at least one of them sees the other, so a
+// slot or unit never sits idle while a waiter sleeps (no lost wake-up).
+//
+// Completion. A waiter is completed (result, cancellation, or ObjectDisposedException) only under
+// the lock and only together with unlinking it, so "linked" means "not completed": a hand-over can
+// never race a cancellation, and a cancelled or timed-out waiter leaves nothing behind.
+public abstract partial class Pool<T>
+{
+    // Guarded by lock(_waiters): the takers waiting, oldest first.
+    private readonly LinkedList<PoolWaiter<T>> _waiters = new();
+
+    // Equal to _waiters.Count; written only under the lock (with Interlocked, for the fence that
+    // the protocol above relies on), read without it on every take and release.
+    private int _waiterCount;
+
+    /// <summary>Gets how many takers are waiting; for tests that check nothing is left behind.</summary>
+    internal int WaiterCount => Volatile.Read(ref _waiterCount);
+
+    /// <summary>
+    /// Takes any idle object or a new one, else waits up to <paramref name="millisecondsTimeout"/>
+    /// (<see cref="Timeout.Infinite"/> for ever). Returns <see langword="null"/> on timeout.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private PoolSlot<T>? TakeSlotSlow(int millisecondsTimeout)
+    {
+        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+        {
+            return slot;
+        }
+
+        if (millisecondsTimeout == 0)
+        {
+            return null;
+        }
+
+        PoolWaiter<T> waiter = Enqueue();
+        bool completed;
+        try
+        {
+            completed = waiter.Task.Wait(millisecondsTimeout);
+        }
+        catch (AggregateException)
+        {
+            // Faulted (the pool was disposed): GetResult below rethrows the original exception.
+            completed = true;
+        }
+
+        if (!completed && TryCancel(waiter, CancellationToken.None))
+        {
+            return null;
+        }
+
+        return Accept(waiter.Task.GetAwaiter().GetResult());
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ValueTask<PoolSlot<T>> TakeSlotSlowAsync(CancellationToken cancellationToken)
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<PoolSlot<T>>(cancellationToken);
+        }
+
+        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+        {
+            return new ValueTask<PoolSlot<T>>(slot);
+        }
+
+        return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(), cancellationToken));
+    }
+
+    private async Task<PoolSlot<T>> WaitAsync(PoolWaiter<T> waiter, CancellationToken cancellationToken)
+    {
+        PoolSlot<T>? handedOver;
+        using (cancellationToken.UnsafeRegister(
+            static (state, token) =>
+            {
+                var waiter = (PoolWaiter<T>)state!;
+                waiter.Pool.TryCancel(waiter, token);
+            },
+            waiter))
+        {
+            handedOver = await waiter.Task.ConfigureAwait(false);
+        }
+
+        return Accept(handedOver);
+    }
+
+    /// <summary>Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted budget.</summary>
+    private PoolSlot<T> Accept(PoolSlot<T>? handedOver)
+    {
+        if (handedOver is not null)
+        {
+            handedOver.MarkRented();
+            return handedOver;
+        }
+
+        if (Volatile.Read(ref _disposed) != 0)
+        {
+            ReturnBudget();
+            ThrowDisposed();
+        }
+
+        return CreateSlot();
+    }
+
+    /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
+    private PoolWaiter<T> Enqueue()
+    {
+        var waiter = new PoolWaiter<T>(this);
+        lock (_waiters)
+        {
+            // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
+            // linked after that would never be woken: refuse it here instead.
+            ThrowIfDisposed();
+            _waiters.AddLast(waiter.Node);
+            Interlocked.Increment(ref _waiterCount);
+        }
+
+        ServeWaiters();
+        return waiter;
+    }
+
+    /// <summary>Hands idle slots, then units of budget, to the waiters in arrival order, while there are any.</summary>
+    private void ServeWaiters()
+    {
+        lock (_waiters)
+        {
+            while (_waiters.First is { } node)
+            {
+                PoolWaiter<T> waiter = node.Value;
+                if (_storage.TryPop(out PoolSlot<T>? slot))
+                {
+                    Unlink(node);
+                    bool handed = waiter.TrySetResult(slot);
+                    Debug.Assert(handed, "A linked waiter is never completed.");
+                }
+                else if (_allocationBudget.TryTake())
+                {
+                    Unlink(node);
+                    bool granted = waiter.TrySetResult(null);
+                    Debug.Assert(granted, "A linked waiter is never completed.");
+                }
+                else
+                {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// <summary>Cancels a waiter that has not been served; <see langword="false"/> if it already was.</summary>
+    private bool TryCancel(PoolWaiter<T> waiter, CancellationToken cancellationToken)
+    {
+        lock (_waiters)
+        {
+            if (waiter.Node.List is null)
+            {
+                return false;
+            }
+
+            Unlink(waiter.Node);
+            waiter.TrySetCanceled(cancellationToken);
+            return true;
+        }
+    }
+
+    private void FailAllWaiters()
+    {
+        lock (_waiters)
+        {
+            while (_waiters.First is { } node)
+            {
+                Unlink(node);
+                node.Value.TrySetException(new ObjectDisposedException(GetType().FullName));
+            }
+        }
+    }
+
+    private void Unlink(LinkedListNode<PoolWaiter<T>> node)
+    {
+        Debug.Assert(Monitor.IsEntered(_waiters));
+        _waiters.Remove(node);
+        Interlocked.Decrement(ref _waiterCount);
+    }
+}

@@ -1,0 +1,415 @@
+using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
+
+namespace PoolLib;
+
+/// <summary>
+/// A thread-safe pool of objects that are expensive to create, with a hard cap on how many exist at
+/// once. Subclasses say how to make an object (<see cref="ObjectConstructor"/>) and, optionally,
+/// how to reset it (<see cref="CleanUp"/>) and where it keeps its slot (<see cref="HoldSlotInObject"/>).
+/// </summary>
+/// <typeparam name="T">The pooled type.</typeparam>
+/// <remarks>
+/// <para>
+/// A take hands out a <see cref="PoolSlot{T}"/>: an idle object if there is one; otherwise a new one
+/// if fewer than <see cref="MaxCapacity"/> exist; otherwise the taker waits until a release hands it
+/// one. Waiters are served first-come first-served, and while any taker waits no new taker goes
+/// ahead of it. Waiting is event-driven: nothing polls or sleeps.
+/// </para>
+/// <para>
+/// Every member is safe to call from any number of threads at once. <see cref="CleanUp"/> runs on
+/// the releasing thread before the object is visible to another taker; <see cref="ObjectConstructor"/>
+/// and <see cref="HoldSlotInObject"/> run on the taking (or pre-warming) thread, never under a lock.
+/// </para>
+/// <para>
+/// Capacity never leaks: an object whose construction, slot hand-over or clean-up throws is
+/// discarded (disposed if it is <see cref="IDisposable"/>), its place under the cap is given back,
+/// and the exception reaches the caller.
+/// </para>
+/// <para>
+/// After <see cref="Dispose()"/>, takes throw <see cref="ObjectDisposedException"/>, waiters are
+/// woken with it, idle objects are disposed, and objects still rented are disposed when released.
+/// </para>
+/// </remarks>
+public abstract partial class Pool<T> : IDisposable where T : class
+{
+    private readonly LockFreeSemaphore _allocationBudget;
+    private readonly SlotStorage<T> _storage = new();
+
+    // 0 while the pool is live, 1 from the start of Dispose on; set once with Interlocked.Exchange.
+    private int _disposed;
+
+    /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
+    /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(int maxCapacity)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
+        _allocationBudget = new LockFreeSemaphore(maxCapacity, maxCapacity);
+    }
+
+    /// <summary>Gets the cap on objects alive at once, idle and rented together.</summary>
+    public int MaxCapacity => _allocationBudget.MaxCount;
+
+    /// <summary>Gets how many objects exist: created and not yet discarded, idle or rented.</summary>
+    /// <remarks>Never greater than <see cref="MaxCapacity"/>. A snapshot under concurrent use.</remarks>
+    public int TotalCount => _allocationBudget.MaxCount - _allocationBudget.CurrentCount;
+
+    /// <summary>Gets how many objects are idle in the pool right now.</summary>
+    /// <remarks>
+    /// Costs a read per core, whatever the pool's size. Exact when no take or release is in flight;
+    /// under concurrent use a snapshot, which is never greater than <see cref="TotalCount"/> (a slot
+    /// moving between per-core cells during the read could otherwise be counted twice).
+    /// </remarks>
+    public int AvailableCount => Math.Min(_storage.Count, TotalCount);
+
+    /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
+    /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
+    /// <remarks>Any exception from <see cref="ObjectConstructor"/> reaches the caller; the cap is untouched by it.</remarks>
+    public PoolSlot<T> TakeSlot()
+    {
+        if (TryTakeFast(out PoolSlot<T>? slot))
+        {
+            return slot;
+        }
+
+        slot = TakeSlotSlow(Timeout.Infinite);
+        Debug.Assert(slot is not null, "An infinite wait ends with a slot or an exception.");
+        return slot;
+    }
+
+    /// <summary>Takes an object if one is idle or may be created; never waits.</summary>
+    /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
+    /// <returns><see langword="false"/> if the pool is exhausted or other takers are already waiting.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        if (TryTakeFast(out slot))
+        {
+            return true;
+        }
+
+        slot = TakeSlotSlow(millisecondsTimeout: 0);
+        return slot is not null;
+    }
+
+    /// <summary>Takes an object, waiting at most <paramref name="timeout"/> while the pool is exhausted.</summary>
+    /// <param name="timeout">How long to wait; <see cref="TimeSpan.Zero"/> not at all, <see cref="Timeout.InfiniteTimeSpan"/> forever.</param>
+    /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
+    /// <returns><see langword="false"/> if the wait timed out; the pool is then exactly as if this had never been called.</returns>
+    /// <exception cref="ArgumentOutOfRangeException">
+    /// <paramref name="timeout"/> is negative other than <see cref="Timeout.InfiniteTimeSpan"/>, or longer than <see cref="int.MaxValue"/> milliseconds.
+    /// </exception>
+    /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
+    public bool TryTakeSlot(TimeSpan timeout, [NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        long milliseconds = (long)timeout.TotalMilliseconds;
+        if (milliseconds is < Timeout.Infinite or > int.MaxValue)
+        {
+            ThrowTimeoutOutOfRange(nameof(timeout));
+        }
+
+        if (TryTakeFast(out slot))
+        {
+            return true;
+        }
+
+        slot = TakeSlotSlow((int)milliseconds);
+        return slot is not null;
+    }
+
+    /// <summary>Takes an object, waiting asynchronously while the pool is exhausted.</summary>
+    /// <param name="cancellationToken">Cancels the wait; the pool is then exactly as if this had never been called.</param>
+    /// <returns>The slot of the rented object. Completes synchronously, without allocating, when an object is idle.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before an object was handed over.</exception>
+    public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default)
+    {
+        if (TryTakeFast(out PoolSlot<T>? slot))
+        {
+            return new ValueTask<PoolSlot<T>>(slot);
+        }
+
+        return TakeSlotSlowAsync(cancellationToken);
+    }
+
+    /// <summary>Returns a rented object to the pool; the same as disposing its slot.</summary>
+    /// <param name="slot">A slot taken from this pool and not yet returned.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="slot"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="slot"/> belongs to another pool.</exception>
+    /// <exception cref="InvalidOperationException"><paramref name="slot"/> is already back in the pool.</exception>
+    /// <remarks>
+    /// Runs <see cref="CleanUp"/> on the caller's thread, then hands the object to the longest
+    /// waiting taker or stores it. If <see cref="CleanUp"/> throws, the object is discarded and the
+    /// exception propagates. After <see cref="Dispose()"/>, the object is disposed instead of stored.
+    /// A release that throws <see cref="ArgumentException"/> or <see cref="InvalidOperationException"/>
+    /// changes nothing.
+    /// </remarks>
+    public void Release(PoolSlot<T> slot)
+    {
+        ArgumentNullException.ThrowIfNull(slot);
+        if (!ReferenceEquals(slot.Owner, this))
+        {
+            ThrowForeignSlot(nameof(slot));
+        }
+
+        if (!slot.TryBeginReturn())
+        {
+            ThrowSlotAlreadyReturned();
+        }
+
+        if (Volatile.Read(ref _disposed) != 0)
+        {
+            Discard(slot);
+            return;
+        }
+
+        try
+        {
+            CleanUp(slot.Object);
+        }
+        catch
+        {
+            Discard(slot);
+            throw;
+        }
+
+        Store(slot);
+    }
+
+    /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
+    /// <param name="count">How many objects to create; zero or more.</param>
+    /// <returns><see langword="true"/> if all were created; <see langword="false"/> if the cap stopped it early (those created stay).</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="count"/> is negative.</exception>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>Safe to call from a subclass constructor once what <see cref="ObjectConstructor"/> reads is set.</remarks>
+    protected bool TryAllocatePush(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+
+        for (int i = 0; i < count; i++)
+        {
+            if (!TryAllocatePush())
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
+    /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    protected bool TryAllocatePush()
+    {
+        ThrowIfDisposed();
+        if (!_allocationBudget.TryTake())
+        {
+            return false;
+        }
+
+        PoolSlot<T> slot = CreateSlot();
+        Store(slot);
+        return true;
+    }
+
+    /// <summary>Makes one new object. Called only while the cap allows one more.</summary>
+    /// <returns>The new object; never <see langword="null"/>.</returns>
+    /// <remarks>
+    /// May run on several threads at once. If it throws, the place under the cap is given back and
+    /// the exception reaches the taker; returning <see langword="null"/> throws <see cref="InvalidOperationException"/>.
+    /// </remarks>
+    protected abstract T ObjectConstructor();
+
+    /// <summary>Resets an object on its way back, before any other taker can see it.</summary>
+    /// <param name="object">The object being released.</param>
+    /// <remarks>
+    /// Runs on the releasing thread, once per release. If it throws, the object is discarded
+    /// (disposed if <see cref="IDisposable"/>), its place under the cap is given back, and the
+    /// exception reaches the releaser. The default does nothing.
+    /// </remarks>
+    protected virtual void CleanUp(T @object)
+    {
+    }
+
+    /// <summary>Lets a new object keep a reference to its slot, for example in <c>SocketAsyncEventArgs.UserToken</c>.</summary>
+    /// <param name="object">The object just made by <see cref="ObjectConstructor"/>.</param>
+    /// <param name="slot">The slot that holds it for its whole life.</param>
+    /// <remarks>Called once per object, right after it is made. The default does nothing.</remarks>
+    protected virtual void HoldSlotInObject(T @object, PoolSlot<T> slot)
+    {
+    }
+
+    /// <summary>
+    /// Disposes the pool: wakes every waiter with <see cref="ObjectDisposedException"/>, disposes the
+    /// idle objects that are <see cref="IDisposable"/>, and from then on disposes released objects
+    /// instead of storing them. Calling it again does nothing.
+    /// </summary>
+    /// <remarks>Safe to call concurrently with any other member; rented objects stay usable until released.</remarks>
+    public void Dispose()
+    {
+        Dispose(disposing: true);
+        GC.SuppressFinalize(this);
+    }
+
+    /// <summary>Releases the pool's resources; override to release a subclass's own, calling the base.</summary>
+    /// <param name="disposing"><see langword="true"/> when called from <see cref="Dispose()"/>.</param>
+    protected virtual void Dispose(bool disposing)
+    {
+        if (!disposing || Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        FailAllWaiters();
+        DiscardStored();
+    }
+
+    /// <summary>The path every take tries first: the calling core's idle object, with no waiter ahead.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private bool TryTakeFast([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        if (Volatile.Read(ref _waiterCount) == 0 && Volatile.Read(ref _disposed) == 0 && _storage.TryPopLocal(out slot))
+        {
+            slot.MarkRented();
+            return true;
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
+    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        ThrowIfDisposed();
+        if (Volatile.Read(ref _waiterCount) == 0)
+        {
+            if (_storage.TryPop(out slot))
+            {
+                slot.MarkRented();
+                return true;
+            }
+
+            if (_allocationBudget.TryTake())
+            {
+                slot = CreateSlot();
+                return true;
+            }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Makes an object and its slot with one unit of budget the caller already holds.</summary>
+    private PoolSlot<T> CreateSlot()
+    {
+        T @object;
+        try
+        {
+            @object = ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+        }
+        catch
+        {
+            ReturnBudget();
+            throw;
+        }
+
+        var slot = new PoolSlot<T>(this, @object);
+        try
+        {
+            HoldSlotInObject(@object, slot);
+        }
+        catch
+        {
+            Discard(slot);
+            throw;
+        }
+
+        return slot;
+    }
+
+    /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
+    private void Store(PoolSlot<T> slot)
+    {
+        slot.MarkInPool();
+        _storage.Push(slot);
+
+        // The push is a full fence (an interlocked operation), so these reads cannot move before it.
+        // A new waiter increments _waiterCount (interlocked) before it looks in storage, and Dispose
+        // sets _disposed (interlocked) before it drains storage: either they see this slot, or we see
+        // them here and do their work for them. That is what rules out a lost wake-up or a slot left
+        // behind in a disposed pool.
+        if (Volatile.Read(ref _waiterCount) != 0)
+        {
+            ServeWaiters();
+        }
+
+        if (Volatile.Read(ref _disposed) != 0)
+        {
+            DiscardStored();
+        }
+    }
+
+    /// <summary>Disposes a slot's object and gives its place under the cap back.</summary>
+    private void Discard(PoolSlot<T> slot)
+    {
+        slot.MarkDiscarded();
+        try
+        {
+            (slot.Object as IDisposable)?.Dispose();
+        }
+        finally
+        {
+            ReturnBudget();
+        }
+    }
+
+    /// <summary>Discards every stored slot; used once the pool is disposed.</summary>
+    private void DiscardStored()
+    {
+        while (_storage.TryPop(out PoolSlot<T>? slot))
+        {
+            Discard(slot);
+        }
+    }
+
+    private void ReturnBudget()
+    {
+        _allocationBudget.Release();
+
+        // Same pairing as in Store: a waiter that queued before this release must get the unit.
+        if (Volatile.Read(ref _waiterCount) != 0)
+        {
+            ServeWaiters();
+        }
+    }
+
+    private void ThrowIfDisposed()
+    {
+        if (Volatile.Read(ref _disposed) != 0)
+        {
+            ThrowDisposed();
+        }
+    }
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowDisposed() => throw new ObjectDisposedException(GetType().FullName);
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowForeignSlot(string paramName) =>
+        throw new ArgumentException("The slot belongs to another pool.", paramName);
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowSlotAlreadyReturned() =>
+        throw new InvalidOperationException("The slot was already returned: it was released or disposed twice.");
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowTimeoutOutOfRange(string paramName) =>
+        throw new ArgumentOutOfRangeException(paramName, "The timeout must be Timeout.InfiniteTimeSpan or from zero to int.MaxValue milliseconds.");
+}
