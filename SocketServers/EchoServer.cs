@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using PoolLib;
 
 namespace SocketServers;
 
@@ -244,13 +245,48 @@ public abstract class EchoServer : IAsyncDisposable
     /// <summary>Last stop step: close the sockets and wait until every args is back in the pool.</summary>
     private protected abstract Task CloseAsync();
 
-    /// <summary>Wraps a bind failure into the exception <see cref="StartAsync"/> documents.</summary>
-    private protected IOException BindFailed(IPEndPoint endPoint, SocketException exception)
+    /// <summary>Creates this server's socket bound to <paramref name="endPoint"/>, listening when
+    /// <paramref name="listenBacklog"/> is positive; a failure leaves nothing open, and a bind failure
+    /// becomes the exception <see cref="StartAsync"/> documents.</summary>
+    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0)
     {
-        string reason = exception.SocketErrorCode == SocketError.AddressAlreadyInUse
-            ? "the address is already in use"
-            : exception.Message;
-        return new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", exception);
+        var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
+        try
+        {
+            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
+            socket.Bind(endPoint);
+            if (listenBacklog > 0)
+            {
+                socket.Listen(listenBacklog);
+            }
+
+            return socket;
+        }
+        catch (SocketException ex)
+        {
+            socket.Dispose();
+            string reason = ex.SocketErrorCode == SocketError.AddressAlreadyInUse ? "the address is already in use" : ex.Message;
+            throw new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", ex);
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+    }
+
+    /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
+    /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>
+    private protected async ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync()
+    {
+        try
+        {
+            return await Pool.TakeSlotAsync(StoppingToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            return null;
+        }
     }
 
     private protected void CountEcho(int bytes)
