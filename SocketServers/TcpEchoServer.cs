@@ -84,7 +84,7 @@ public sealed partial class TcpEchoServer : EchoServer
             bound,
             Pool.MaxCapacity,
             Pool.BufferSize,
-            _idleTimeout);
+            _idleTimeout == Timeout.InfiniteTimeSpan ? "none" : $"{_idleTimeout.TotalSeconds} s");
         return bound;
     }
 
