@@ -23,7 +23,7 @@ public abstract class EchoServer : IAsyncDisposable
     private readonly CancellationTokenSource _stopping = new();
     private readonly TimeSpan _stopGracePeriod;
 
-    // Guarded by _gate. _state only moves forward, except a failed start that goes back to Created.
+    // Guarded by _gate. _state only moves forward; a failed start leaves it Created.
     private State _state;
     private Task? _stopTask;
     private bool _disposed;
@@ -46,7 +46,6 @@ public abstract class EchoServer : IAsyncDisposable
     private enum State
     {
         Created,
-        Starting,
         Running,
         Stopping,
         Stopped,
@@ -116,33 +115,15 @@ public abstract class EchoServer : IAsyncDisposable
         cancellationToken.ThrowIfCancellationRequested();
         lock (_gate)
         {
+            // Binding under the lock keeps a concurrent stop or dispose from seeing a half-started server;
+            // the loops StartCore starts run on the thread pool and never wait for this lock.
             ObjectDisposedException.ThrowIf(_disposed, this);
             if (_state != State.Created)
             {
                 throw new InvalidOperationException($"The {ProtocolName} echo server has already been started; a server starts once.");
             }
 
-            _state = State.Starting;
-        }
-
-        IPEndPoint bound;
-        try
-        {
-            bound = StartCore();
-        }
-        catch
-        {
-            lock (_gate)
-            {
-                _state = State.Created;
-            }
-
-            throw;
-        }
-
-        lock (_gate)
-        {
-            _localEndPoint = bound;
+            _localEndPoint = StartCore();
             _state = State.Running;
         }
 
