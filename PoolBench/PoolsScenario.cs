@@ -1,0 +1,80 @@
+using NLog;
+
+namespace PoolBench;
+
+/// <summary>
+/// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead, in one run: short and
+/// long rentals, capacities 8, 64 and 1024, 1, 2, 4 and 25 workers started together. In a long
+/// rental each worker holds <c>max(1, capacity / workers)</c> objects at once, so the workers
+/// together never hold more than the capacity (or one each when there are more workers than
+/// objects): our pool, which waits at its cap, cannot deadlock on a worker holding part of a set.
+/// </summary>
+internal sealed class PoolsScenario(BenchOptions options)
+{
+    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
+    private static readonly int[] s_capacities = [8, 64, 1024];
+    private static readonly int[] s_workers = [1, 2, 4, 25];
+    private static readonly Func<int, IPoolUnderTest>[] s_impls =
+    [
+        capacity => new OurPoolUnderTest(capacity),
+        capacity => new DefaultObjectPoolUnderTest(capacity),
+        CollectionPoolUnderTest.OverBag,
+        CollectionPoolUnderTest.OverStack,
+        _ => new NoPoolUnderTest(),
+    ];
+
+    public void Run(BenchReport report)
+    {
+        Measurement measurement = Measurement.For(options.Quick);
+        foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>())
+        {
+            foreach (int capacity in s_capacities)
+            {
+                var table = new MarkdownTable("workers", "impl", "held each", "ns/pair", "min–max", "Mpairs/s", "B/pair", "vs ours");
+                foreach (int workers in s_workers)
+                {
+                    double? oursNs = null;
+                    foreach (Func<int, IPoolUnderTest> create in s_impls)
+                    {
+                        using IPoolUnderTest pool = create(capacity);
+                        int held = pattern == RentalPattern.Short ? 1 : Math.Max(1, capacity / workers);
+                        s_log.Info("pools: {0}, {1} rental, capacity {2}, {3} worker(s)", pool.Impl, Name(pattern), capacity, workers);
+                        Sample sample;
+                        try
+                        {
+                            var rentals = new RentalWorkers(pool, pattern, workers, held);
+                            sample = measurement.RunCalibrated(16L * workers * held, rentals.Run);
+                        }
+                        catch (Exception e) when (e is TimeoutException or InvalidOperationException)
+                        {
+                            report.Fail($"pools: {pool.Impl}, {Name(pattern)}, capacity {capacity}, {workers} workers: {e.Message} {e.InnerException?.Message}");
+                            table.Row(CellText.Count(workers), pool.Impl, CellText.Count(held), "FAILED", "", "", "", "");
+                            continue;
+                        }
+
+                        oursNs ??= pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : null;
+                        double? ratio = sample.MedianNs / oursNs;
+                        report.Add(new PoolsResult(
+                            pool.Impl, Name(pattern), capacity, workers, held, sample.MedianNs, sample.MinNs, sample.MaxNs,
+                            sample.BytesPerOp, sample.Mops, ratio, sample.OperationsPerIteration, sample.Iterations));
+                        table.Row(
+                            CellText.Count(workers),
+                            pool.Impl,
+                            CellText.Count(held),
+                            CellText.Number(sample.MedianNs),
+                            CellText.Spread(sample.MinNs, sample.MaxNs, v => CellText.Number(v)),
+                            CellText.Number(sample.Mops, 2),
+                            CellText.Number(sample.BytesPerOp),
+                            CellText.Ratio(ratio));
+                    }
+                }
+
+                Console.WriteLine($"## pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; vs ours = its ns / ours, above 1 means ours is faster){(options.Quick ? " — QUICK RUN" : "")}");
+                Console.WriteLine();
+                Console.WriteLine(table);
+            }
+        }
+    }
+
+    private static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
+}

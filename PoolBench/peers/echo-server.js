@@ -1,0 +1,24 @@
+'use strict';
+// RFC 862 echo over TCP and UDP: the peer server PoolBench loads beside ours.
+// usage: node echo-server.js [port] [address]; port 0 (the default) picks free ports.
+// When both listen it prints one line: {"tcp":PORT,"udp":PORT}.
+const net = require('net');
+const dgram = require('dgram');
+
+const port = Number(process.argv[2] || 0);
+const address = process.argv[3] || '127.0.0.1';
+
+const tcp = net.createServer({ noDelay: true }, (socket) => {
+  socket.on('error', () => socket.destroy());
+  socket.pipe(socket);
+});
+
+const udp = dgram.createSocket(address.includes(':') ? 'udp6' : 'udp4');
+udp.on('message', (message, sender) => udp.send(message, sender.port, sender.address));
+udp.on('error', (error) => console.error(`udp: ${error.message}`));
+
+tcp.listen(port, address, () => {
+  udp.bind(port, address, () => {
+    console.log(JSON.stringify({ tcp: tcp.address().port, udp: udp.address().port }));
+  });
+});
