@@ -64,7 +64,7 @@ internal sealed class PoolsScenario(BenchOptions options)
                             CellText.Number(sample.MedianNs),
                             CellText.Spread(sample.MinNs, sample.MaxNs, v => CellText.Number(v)),
                             CellText.Number(sample.Mops, 2),
-                            CellText.Number(sample.BytesPerOp),
+                            CellText.Number(sample.BytesPerOp, 2),
                             CellText.Ratio(ratio));
                     }
                 }
