@@ -17,6 +17,7 @@ internal sealed class BenchOptions
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
           --pipeline K[,K..]      messages in flight per connection, 1 is ping-pong (default: TCP 1,100, UDP 1)
           --seconds S             measured seconds per cell (default: 5, quick: 1)
+          --idle N                TCP connections held idle, then echoed once each; 0 skips (default: 1000, quick: 50)
         """;
 
     private static readonly string[] s_scenarios = ["article", "pools", "echo", "all"];
@@ -31,6 +32,7 @@ internal sealed class BenchOptions
     public IReadOnlyList<int> Sizes { get; init; } = [32];
     public IReadOnlyList<int>? Pipelines { get; init; }
     public double? Seconds { get; init; }
+    public int? Idle { get; init; }
 
     public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
 
@@ -48,6 +50,7 @@ internal sealed class BenchOptions
         string? server = null, protocol = null;
         IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
         double? seconds = null;
+        int? idle = null;
         for (int i = 1; i < args.Count; i++)
         {
             string name = args[i];
@@ -73,6 +76,7 @@ internal sealed class BenchOptions
                 case "--size": sizes = PositiveList(name, value); break;
                 case "--pipeline": pipelines = PositiveList(name, value); break;
                 case "--seconds": seconds = PositiveSeconds(name, value); break;
+                case "--idle": idle = Count(name, value); break;
                 default: throw new ArgumentException($"unknown option '{name}'");
             }
         }
@@ -94,6 +98,7 @@ internal sealed class BenchOptions
             Sizes = sizes ?? [32],
             Pipelines = pipelines,
             Seconds = seconds,
+            Idle = idle,
         };
     }
 
@@ -102,18 +107,16 @@ internal sealed class BenchOptions
 
     private static int[] PositiveList(string name, string value)
     {
-        string[] parts = value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
-        var numbers = new int[parts.Length];
-        for (int i = 0; i < parts.Length; i++)
-        {
-            if (!int.TryParse(parts[i], NumberStyles.None, CultureInfo.InvariantCulture, out numbers[i]) || numbers[i] < 1)
-            {
-                throw new ArgumentException($"{name} takes positive whole numbers separated by commas, not '{value}'");
-            }
-        }
-
-        return numbers.Length > 0 ? numbers : throw new ArgumentException($"{name} needs at least one number");
+        int[] numbers = value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).Select(part => Count(name, part)).ToArray();
+        return numbers.Length > 0 && numbers.All(n => n > 0)
+            ? numbers
+            : throw new ArgumentException($"{name} takes positive whole numbers separated by commas, not '{value}'");
     }
+
+    private static int Count(string name, string value) =>
+        int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int count)
+            ? count
+            : throw new ArgumentException($"{name} takes whole numbers, not '{value}'");
 
     private static double PositiveSeconds(string name, string value) =>
         double.TryParse(value, NumberStyles.Float, CultureInfo.InvariantCulture, out double seconds) && seconds > 0 && seconds <= 3600

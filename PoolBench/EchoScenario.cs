@@ -45,6 +45,12 @@ internal sealed class EchoScenario(BenchOptions options)
                 Console.WriteLine();
                 Console.WriteLine(table);
             }
+
+            int idle = options.Idle ?? (options.Quick ? 50 : 1000);
+            if (idle > 0 && options.Protocols.Contains("tcp"))
+            {
+                await RunIdleAsync(report, servers, idle).ConfigureAwait(false);
+            }
         }
         finally
         {
@@ -93,6 +99,34 @@ internal sealed class EchoScenario(BenchOptions options)
         }
 
         return servers;
+    }
+
+    private async Task RunIdleAsync(BenchReport report, List<IEchoServer> servers, int idle)
+    {
+        var table = new MarkdownTable("server", "connections", "connected", "echoed", "errors", "heap MiB", "heap growth MiB");
+        foreach (IEchoServer server in servers)
+        {
+            s_log.Info("echo: {0}, {1} idle TCP connections for {2} s", server.Name, idle, Measured.TotalSeconds);
+            IdleResult result = await new IdleConnections(server, idle, options.Sizes[0], Measured).RunAsync().ConfigureAwait(false);
+            report.Add(result);
+            if (result.Errors > 0)
+            {
+                report.Fail($"echo: {server.Name}: {result.Errors} of {idle} idle TCP connections failed to connect or echo");
+            }
+
+            table.Row(
+                server.Name,
+                CellText.Count(result.Connections),
+                CellText.Count(result.Connected),
+                CellText.Count(result.Echoed),
+                CellText.Count(result.Errors),
+                CellText.Number(result.HeapMib),
+                CellText.Number(result.HeapDeltaMib));
+        }
+
+        Console.WriteLine($"## echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (managed heap after a full GC; for ours it includes the client's sockets){(options.Quick ? " — QUICK RUN" : "")}");
+        Console.WriteLine();
+        Console.WriteLine(table);
     }
 
     private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)

@@ -1,0 +1,96 @@
+using System.Net.Sockets;
+
+namespace PoolBench;
+
+/// <summary>
+/// Opens many TCP connections to one server, keeps them idle for a while, then sends one message
+/// on every one of them and checks each echo: a server that holds many idle clients must still
+/// serve all of them. The managed heap is read after a full collection before connecting and
+/// while holding; for a server in this process it includes the client's own sockets, which the
+/// same check against an out-of-process server measures alone.
+/// </summary>
+internal sealed class IdleConnections(IEchoServer server, int count, int size, TimeSpan hold)
+{
+    private const int ConnectBatch = 256;
+
+    public async Task<IdleResult> RunAsync()
+    {
+        long heapBefore = GC.GetTotalMemory(forceFullCollection: true);
+        var sockets = new List<Socket>(count);
+        long errors = 0;
+        try
+        {
+            for (int first = 0; first < count; first += ConnectBatch)
+            {
+                Socket[] batch = Enumerable.Range(0, Math.Min(ConnectBatch, count - first))
+                    .Select(_ => new Socket(server.TcpEndPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true })
+                    .ToArray();
+                sockets.AddRange(batch);
+                bool[] connected = await Task.WhenAll(batch.Select(s => TryAsync(s.ConnectAsync(server.TcpEndPoint)))).ConfigureAwait(false);
+                errors += connected.Count(ok => !ok);
+            }
+
+            int open = sockets.Count(s => s.Connected);
+            await Task.Delay(hold).ConfigureAwait(false);
+            long heapHolding = GC.GetTotalMemory(forceFullCollection: true);
+            var pattern = new MessagePattern(size);
+            bool[] echoed = await Task.WhenAll(sockets.Select((s, i) => EchoOnceAsync(s, pattern, i))).ConfigureAwait(false);
+            int good = echoed.Count(ok => ok);
+            errors += open - good;
+            return new IdleResult(server.Name, count, open, good, errors, heapHolding / 1048576.0, (heapHolding - heapBefore) / 1048576.0, hold.TotalSeconds);
+        }
+        finally
+        {
+            foreach (Socket socket in sockets)
+            {
+                socket.Dispose();
+            }
+        }
+    }
+
+    private static async Task<bool> TryAsync(Task connecting)
+    {
+        try
+        {
+            await connecting.ConfigureAwait(false);
+            return true;
+        }
+        catch (SocketException)
+        {
+            return false;
+        }
+    }
+
+    private static async Task<bool> EchoOnceAsync(Socket socket, MessagePattern pattern, long seq)
+    {
+        if (!socket.Connected)
+        {
+            return false;
+        }
+
+        var message = new byte[pattern.Size];
+        pattern.Fill(message, seq);
+        try
+        {
+            await socket.SendAsync(message, SocketFlags.None).ConfigureAwait(false);
+            int filled = 0;
+            while (filled < message.Length)
+            {
+                int received = await socket.ReceiveAsync(message.AsMemory(filled), SocketFlags.None).ConfigureAwait(false);
+                if (received == 0)
+                {
+                    return false;
+                }
+
+                filled += received;
+            }
+
+            return pattern.Matches(message, seq);
+        }
+        catch (SocketException)
+        {
+            return false;
+        }
+    }
+
+}
