@@ -46,7 +46,7 @@ internal sealed class EchoScenario(BenchOptions options)
                 Console.WriteLine(table);
             }
 
-            int idle = options.Idle ?? (options.Quick ? 50 : 1000);
+            int idle = IdleConnectionCount;
             if (idle > 0 && options.Protocols.Contains("tcp"))
             {
                 await RunIdleAsync(report, servers, idle).ConfigureAwait(false);
@@ -67,6 +67,12 @@ internal sealed class EchoScenario(BenchOptions options)
     private IReadOnlyList<int> DefaultPipelines(string protocol) =>
         options.Quick ? [1, 4] : protocol == "tcp" ? [1, 100] : [1];
 
+    private int IdleConnectionCount => options.Idle ?? (options.Quick ? 50 : 1000);
+
+    /// <summary>Our server's connection limit: the most connections any cell or the idle check opens.</summary>
+    private int MaxConnections() =>
+        Math.Max(IdleConnectionCount, (options.Connections ?? DefaultConnections("tcp")).Max());
+
     private async Task<List<IEchoServer>> StartServersAsync(BenchReport report)
     {
         var servers = new List<IEchoServer>();
@@ -76,11 +82,12 @@ internal sealed class EchoScenario(BenchOptions options)
             {
                 servers.Add(server switch
                 {
+                    "ours" => await OurEchoServer.StartAsync(MaxConnections(), options.Sizes.Max()).ConfigureAwait(false),
                     "peer" => await NodeEchoPeer.StartAsync().ConfigureAwait(false),
                     _ => throw new ArgumentException($"unknown server '{server}'"),
                 });
             }
-            catch (Exception e) when (e is InvalidOperationException or System.ComponentModel.Win32Exception or TimeoutException or ArgumentException)
+            catch (Exception e) when (e is InvalidOperationException or System.ComponentModel.Win32Exception or TimeoutException or ArgumentException or IOException)
             {
                 report.Fail($"echo: could not start the {server} server: {e.Message}");
             }
@@ -148,8 +155,8 @@ internal sealed class EchoScenario(BenchOptions options)
         {
             s_log.Info("echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}", server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline);
             EchoResult result = await MeasureAsync(server, cell).ConfigureAwait(false);
-            oursRate ??= server.Name == "ours" ? result.MsgsPerSec : null;
-            result = result with { RatioVsOurs = oursRate / result.MsgsPerSec };
+            oursRate ??= server.Name == "ours" && result.Messages > 0 ? result.MsgsPerSec : null;
+            result = result with { RatioVsOurs = result.Messages > 0 ? oursRate / result.MsgsPerSec : null };
             report.Add(result);
             if (result.Errors > 0)
             {

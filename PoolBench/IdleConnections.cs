@@ -7,11 +7,13 @@ namespace PoolBench;
 /// on every one of them and checks each echo: a server that holds many idle clients must still
 /// serve all of them. The managed heap is read after a full collection before connecting and
 /// while holding; for a server in this process it includes the client's own sockets, which the
-/// same check against an out-of-process server measures alone.
+/// same check against an out-of-process server measures alone. Connecting and echoing each have
+/// a time limit, after which the sockets are closed and whatever is unfinished counts as failed.
 /// </summary>
 internal sealed class IdleConnections(IEchoServer server, int count, int size, TimeSpan hold)
 {
     private const int ConnectBatch = 256;
+    private static readonly TimeSpan s_stepTimeout = TimeSpan.FromSeconds(10);
 
     public async Task<IdleResult> RunAsync()
     {
@@ -26,7 +28,7 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
                     .Select(_ => new Socket(server.TcpEndPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true })
                     .ToArray();
                 sockets.AddRange(batch);
-                bool[] connected = await Task.WhenAll(batch.Select(s => TryAsync(s.ConnectAsync(server.TcpEndPoint)))).ConfigureAwait(false);
+                bool[] connected = await WithinLimitAsync(batch, batch.Select(s => TryAsync(s.ConnectAsync(server.TcpEndPoint)))).ConfigureAwait(false);
                 errors += connected.Count(ok => !ok);
             }
 
@@ -34,7 +36,7 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
             await Task.Delay(hold).ConfigureAwait(false);
             long heapHolding = GC.GetTotalMemory(forceFullCollection: true);
             var pattern = new MessagePattern(size);
-            bool[] echoed = await Task.WhenAll(sockets.Select((s, i) => EchoOnceAsync(s, pattern, i))).ConfigureAwait(false);
+            bool[] echoed = await WithinLimitAsync(sockets, sockets.Select((s, i) => EchoOnceAsync(s, pattern, i))).ConfigureAwait(false);
             int good = echoed.Count(ok => ok);
             errors += open - good;
             return new IdleResult(server.Name, count, open, good, errors, heapHolding / 1048576.0, (heapHolding - heapBefore) / 1048576.0, hold.TotalSeconds);
@@ -48,6 +50,21 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
         }
     }
 
+    /// <summary>Waits for every step; past the time limit, closes the sockets so the steps end as failed.</summary>
+    private static async Task<bool[]> WithinLimitAsync(IReadOnlyList<Socket> sockets, IEnumerable<Task<bool>> steps)
+    {
+        Task<bool[]> all = Task.WhenAll(steps);
+        if (await Task.WhenAny(all, Task.Delay(s_stepTimeout)).ConfigureAwait(false) != all)
+        {
+            foreach (Socket socket in sockets)
+            {
+                socket.Dispose();
+            }
+        }
+
+        return await all.ConfigureAwait(false);
+    }
+
     private static async Task<bool> TryAsync(Task connecting)
     {
         try
@@ -55,7 +72,7 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
             await connecting.ConfigureAwait(false);
             return true;
         }
-        catch (SocketException)
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
         {
             return false;
         }
@@ -87,7 +104,7 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
 
             return pattern.Matches(message, seq);
         }
-        catch (SocketException)
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
         {
             return false;
         }

@@ -1,0 +1,283 @@
+using System.Net;
+using System.Net.Sockets;
+
+namespace SocketServers;
+
+/// <summary>
+/// The lifecycle and counters shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>: an RFC 862
+/// echo server whose every <see cref="SocketAsyncEventArgs"/> comes from a <see cref="SocketArgsPool"/>.
+/// </summary>
+/// <remarks>
+/// <para>
+/// A server starts once: <see cref="StartAsync"/> binds and returns when it is listening;
+/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period,
+/// closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
+/// needed and frees the pool.
+/// </para>
+/// <para>Thread safety: every member may be called from any thread.</para>
+/// </remarks>
+public abstract class EchoServer : IAsyncDisposable
+{
+    private readonly Lock _gate = new();
+    private readonly CancellationTokenSource _stopping = new();
+    private readonly TimeSpan _stopGracePeriod;
+
+    // Guarded by _gate. _state only moves forward, except a failed start that goes back to Created.
+    private State _state;
+    private Task? _stopTask;
+    private bool _disposed;
+    private IPEndPoint? _localEndPoint;
+
+    // Counters: written with Interlocked, read with Volatile/Interlocked.
+    private int _currentConnections;
+    private int _peakConnections;
+    private long _totalConnections;
+    private long _messagesEchoed;
+    private long _bytesEchoed;
+    private long _drops;
+
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity)
+    {
+        _stopGracePeriod = options.StopGracePeriod;
+        Pool = new SocketArgsPool(bufferSize, poolCapacity);
+    }
+
+    private enum State
+    {
+        Created,
+        Starting,
+        Running,
+        Stopping,
+        Stopped,
+    }
+
+    /// <summary>The transport: <see cref="ProtocolType.Tcp"/> or <see cref="ProtocolType.Udp"/>.</summary>
+    public abstract ProtocolType Protocol { get; }
+
+    /// <summary>The address and port the server is bound to (the real port when 0 was asked for);
+    /// <see langword="null"/> before <see cref="StartAsync"/> has succeeded.</summary>
+    public IPEndPoint? LocalEndPoint
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _localEndPoint;
+            }
+        }
+    }
+
+    /// <summary>Whether the server is listening and has not begun to stop.</summary>
+    public bool IsRunning
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _state == State.Running;
+            }
+        }
+    }
+
+    /// <summary>A snapshot of the counters; readable at any time, also after stop and dispose.</summary>
+    public EchoServerCounters Counters => new(
+        Volatile.Read(ref _currentConnections),
+        Volatile.Read(ref _peakConnections),
+        Interlocked.Read(ref _totalConnections),
+        Interlocked.Read(ref _messagesEchoed),
+        Interlocked.Read(ref _bytesEchoed),
+        Interlocked.Read(ref _drops),
+        Pool.TotalCount,
+        Pool.AvailableCount);
+
+    /// <summary>"TCP" or "UDP", for messages.</summary>
+    private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
+
+    /// <summary>The pool every operation's args comes from.</summary>
+    private protected SocketArgsPool Pool { get; }
+
+    /// <summary>TCP connections open now.</summary>
+    private protected int OpenConnections => Volatile.Read(ref _currentConnections);
+
+    /// <summary>Cancelled when the server begins to stop.</summary>
+    private protected CancellationToken StoppingToken => _stopping.Token;
+
+    /// <summary>Binds and starts serving; the returned task completes once the server is listening.</summary>
+    /// <param name="cancellationToken">Checked before binding.</param>
+    /// <returns>A task that completes when the server listens on <see cref="LocalEndPoint"/>.</returns>
+    /// <exception cref="InvalidOperationException">The server was already started or stopped.</exception>
+    /// <exception cref="ObjectDisposedException">The server was disposed.</exception>
+    /// <exception cref="IOException">The address cannot be bound, for example because the port is in use;
+    /// the inner exception is the <see cref="SocketException"/>. The server may then be started again.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled.</exception>
+    public Task StartAsync(CancellationToken cancellationToken = default)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        lock (_gate)
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+            if (_state != State.Created)
+            {
+                throw new InvalidOperationException($"The {ProtocolName} echo server has already been started; a server starts once.");
+            }
+
+            _state = State.Starting;
+        }
+
+        IPEndPoint bound;
+        try
+        {
+            bound = StartCore();
+        }
+        catch
+        {
+            lock (_gate)
+            {
+                _state = State.Created;
+            }
+
+            throw;
+        }
+
+        lock (_gate)
+        {
+            _localEndPoint = bound;
+            _state = State.Running;
+        }
+
+        return Task.CompletedTask;
+    }
+
+    /// <summary>
+    /// Stops the server: no new connections or datagrams are taken, in-flight echoes get the stop grace
+    /// period to finish, then what is left is closed. The task completes when every pooled args is back in
+    /// the pool. Calling it again, or before start, returns the same completed work and does nothing more.
+    /// </summary>
+    /// <param name="cancellationToken">Cancelling it ends the grace period at once; the stop still waits for
+    /// the closed operations to come back.</param>
+    /// <returns>A task that completes when the server has stopped.</returns>
+    public Task StopAsync(CancellationToken cancellationToken = default)
+    {
+        lock (_gate)
+        {
+            if (_stopTask is null)
+            {
+                if (_state == State.Running)
+                {
+                    _state = State.Stopping;
+                    _stopTask = StopCoreAsync(cancellationToken);
+                }
+                else
+                {
+                    _state = State.Stopped;
+                    _stopTask = Task.CompletedTask;
+                }
+            }
+
+            return _stopTask;
+        }
+    }
+
+    /// <summary>Stops the server if it is running (as <see cref="StopAsync"/>) and frees its pool.
+    /// Calling it again does nothing.</summary>
+    /// <returns>A task that completes when the server is stopped and disposed.</returns>
+    public async ValueTask DisposeAsync()
+    {
+        lock (_gate)
+        {
+            if (_disposed)
+            {
+                return;
+            }
+
+            _disposed = true;
+        }
+
+        await StopAsync().ConfigureAwait(false);
+        Pool.Dispose();
+        _stopping.Dispose();
+        GC.SuppressFinalize(this);
+    }
+
+    /// <inheritdoc/>
+    public override string ToString() => $"{ProtocolName} echo server on {LocalEndPoint?.ToString() ?? "(not bound)"}";
+
+    private async Task StopCoreAsync(CancellationToken cancellationToken)
+    {
+        // Leave the caller's lock before doing any work.
+        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
+        try
+        {
+            await _stopping.CancelAsync().ConfigureAwait(false);
+            await StopReceivingAsync().ConfigureAwait(false);
+            Task drained = DrainAsync();
+            await drained.WaitAsync(_stopGracePeriod, cancellationToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            if (!drained.IsCompleted)
+            {
+                Abort();
+            }
+
+            await drained.ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            await CloseAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            lock (_gate)
+            {
+                _state = State.Stopped;
+            }
+        }
+    }
+
+    /// <summary>Creates, binds and starts the socket(s); on failure leaves nothing open.</summary>
+    private protected abstract IPEndPoint StartCore();
+
+    /// <summary>First stop step: take no new work (close the listener, refuse new datagrams).</summary>
+    private protected abstract Task StopReceivingAsync();
+
+    /// <summary>Second stop step: a task that completes when the in-flight work is done.</summary>
+    private protected abstract Task DrainAsync();
+
+    /// <summary>Called when the grace period ends before <see cref="DrainAsync"/>: close what is left.</summary>
+    private protected abstract void Abort();
+
+    /// <summary>Last stop step: close the sockets and wait until every args is back in the pool.</summary>
+    private protected abstract Task CloseAsync();
+
+    /// <summary>Wraps a bind failure into the exception <see cref="StartAsync"/> documents.</summary>
+    private protected IOException BindFailed(IPEndPoint endPoint, SocketException exception)
+    {
+        string reason = exception.SocketErrorCode == SocketError.AddressAlreadyInUse
+            ? "the address is already in use"
+            : exception.Message;
+        return new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", exception);
+    }
+
+    private protected void CountEcho(int bytes)
+    {
+        Interlocked.Increment(ref _messagesEchoed);
+        Interlocked.Add(ref _bytesEchoed, bytes);
+    }
+
+    private protected void CountDrop() => Interlocked.Increment(ref _drops);
+
+    private protected void CountConnectionOpened()
+    {
+        Interlocked.Increment(ref _totalConnections);
+        int current = Interlocked.Increment(ref _currentConnections);
+        int peak = Volatile.Read(ref _peakConnections);
+        while (current > peak)
+        {
+            int seen = Interlocked.CompareExchange(ref _peakConnections, current, peak);
+            if (seen == peak)
+            {
+                break;
+            }
+
+            peak = seen;
+        }
+    }
+
+    /// <returns>The number of connections still open.</returns>
+    private protected int CountConnectionClosed() => Interlocked.Decrement(ref _currentConnections);
+}

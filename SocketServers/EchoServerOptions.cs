@@ -1,0 +1,64 @@
+using System.Net;
+
+namespace SocketServers;
+
+/// <summary>Settings shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>.</summary>
+/// <remarks>
+/// Every setter checks its value, so an options object is always valid. A server copies the values when
+/// it is constructed; changing the options afterwards does not affect it. Not thread-safe.
+/// </remarks>
+public abstract class EchoServerOptions
+{
+    /// <summary>The port the console host uses when none is given: 7007 (RFC 862 uses 7, a privileged port).</summary>
+    public const int DefaultPort = 7007;
+
+    private IPAddress _address = IPAddress.Loopback;
+    private int _port = DefaultPort;
+    private TimeSpan _stopGracePeriod = TimeSpan.FromSeconds(5);
+
+    private protected EchoServerOptions()
+    {
+    }
+
+    /// <summary>The local address to bind; <see cref="IPAddress.Loopback"/> (127.0.0.1) by default.</summary>
+    /// <exception cref="ArgumentNullException">The value is <see langword="null"/>.</exception>
+    public IPAddress Address
+    {
+        get => _address;
+        set
+        {
+            ArgumentNullException.ThrowIfNull(value, nameof(Address));
+            _address = value;
+        }
+    }
+
+    /// <summary>The local port to bind, 0 to 65535; 0 lets the system choose (read it back from
+    /// <see cref="EchoServer.LocalEndPoint"/>). <see cref="DefaultPort"/> by default.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is outside 0 to 65535.</exception>
+    public int Port
+    {
+        get => _port;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfNegative(value, nameof(Port));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, IPEndPoint.MaxPort, nameof(Port));
+            _port = value;
+        }
+    }
+
+    /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish before it closes
+    /// what is left; 5 seconds by default. Zero closes everything at once.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is negative or longer than a day.</exception>
+    public TimeSpan StopGracePeriod
+    {
+        get => _stopGracePeriod;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, TimeSpan.Zero, nameof(StopGracePeriod));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, TimeSpan.FromDays(1), nameof(StopGracePeriod));
+            _stopGracePeriod = value;
+        }
+    }
+
+    internal IPEndPoint EndPoint => new(Address, Port);
+}

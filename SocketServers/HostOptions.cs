@@ -1,0 +1,203 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Globalization;
+using System.Net;
+
+namespace SocketServers;
+
+/// <summary>The console host's command line: which servers to run and their settings.</summary>
+/// <remarks>Parsed by <see cref="TryParse"/>, which never throws on bad input and reports one message
+/// instead. Immutable once parsed.</remarks>
+public sealed class HostOptions
+{
+    /// <summary>The text <c>--help</c> prints.</summary>
+    public const string Usage = """
+        Usage: SocketServers [tcp|udp|both] [options]
+
+        Runs RFC 862 echo servers on pooled SocketAsyncEventArgs until Ctrl+C or SIGTERM.
+
+          tcp | udp | both          which servers to run (default: both, on the same port number)
+          --address A               local IP address to bind (default: 127.0.0.1)
+          --port N                  port, 0 to 65535; 0 picks a free one (default: 7007)
+          --max-connections N       TCP connections served at once (default: 1000)
+          --buffer-size N           TCP buffer per connection and largest UDP datagram, in bytes (default: 8192)
+          --idle-timeout SECONDS    close TCP connections idle this long; 0 never (default: 60)
+          --help                    show this text
+
+        """;
+
+    private const double MaxIdleTimeoutSeconds = 86_400;
+
+    private HostOptions()
+    {
+    }
+
+    /// <summary>Whether to run the TCP echo server.</summary>
+    public bool RunTcp { get; private set; } = true;
+
+    /// <summary>Whether to run the UDP echo server.</summary>
+    public bool RunUdp { get; private set; } = true;
+
+    /// <summary>The local address both servers bind.</summary>
+    public IPAddress Address { get; private set; } = IPAddress.Loopback;
+
+    /// <summary>The port both servers bind (TCP and UDP ports are separate spaces).</summary>
+    public int Port { get; private set; } = EchoServerOptions.DefaultPort;
+
+    /// <summary>The TCP connection limit.</summary>
+    public int MaxConnections { get; private set; } = 1000;
+
+    /// <summary>The TCP buffer per connection and the largest UDP datagram (capped at
+    /// <see cref="UdpEchoServerOptions.MaxDatagramSizeLimit"/>), in bytes.</summary>
+    public int BufferSize { get; private set; } = 8192;
+
+    /// <summary>The TCP idle timeout; <see cref="Timeout.InfiniteTimeSpan"/> for none.</summary>
+    public TimeSpan IdleTimeout { get; private set; } = TimeSpan.FromSeconds(60);
+
+    /// <summary>Whether <c>--help</c> was given; the host then prints <see cref="Usage"/> and runs nothing.</summary>
+    public bool ShowHelp { get; private set; }
+
+    /// <summary>Parses the host's command line.</summary>
+    /// <param name="args">The arguments, without the program name.</param>
+    /// <param name="options">The parsed options when the result is <see langword="true"/>.</param>
+    /// <param name="error">One line saying what is wrong when the result is <see langword="false"/>.</param>
+    /// <returns>Whether <paramref name="args"/> is a valid command line.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="args"/> is <see langword="null"/>.</exception>
+    public static bool TryParse(
+        IReadOnlyList<string> args,
+        [NotNullWhen(true)] out HostOptions? options,
+        [NotNullWhen(false)] out string? error)
+    {
+        ArgumentNullException.ThrowIfNull(args);
+        var parsed = new HostOptions();
+        bool modeSeen = false;
+        options = null;
+        for (int i = 0; i < args.Count; i++)
+        {
+            string arg = args[i];
+            string name = arg;
+            string? value = null;
+            int equals = arg.IndexOf('=', StringComparison.Ordinal);
+            if (arg.StartsWith("--", StringComparison.Ordinal) && equals > 0)
+            {
+                name = arg[..equals];
+                value = arg[(equals + 1)..];
+            }
+
+            switch (name)
+            {
+                case "--help" or "-h" or "-?":
+                    parsed.ShowHelp = true;
+                    continue;
+                case "tcp" or "udp" or "both":
+                    if (modeSeen)
+                    {
+                        error = $"'{arg}': the server choice (tcp, udp or both) was already given.";
+                        return false;
+                    }
+
+                    modeSeen = true;
+                    parsed.RunTcp = name != "udp";
+                    parsed.RunUdp = name != "tcp";
+                    continue;
+                case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout":
+                    if (value is null)
+                    {
+                        if (i + 1 >= args.Count)
+                        {
+                            error = $"'{name}' needs a value.";
+                            return false;
+                        }
+
+                        value = args[++i];
+                    }
+
+                    error = parsed.SetValue(name, value);
+                    if (error is not null)
+                    {
+                        return false;
+                    }
+
+                    continue;
+                default:
+                    error = arg.StartsWith('-') ? $"unknown option '{arg}'." : $"unexpected argument '{arg}'.";
+                    return false;
+            }
+        }
+
+        options = parsed;
+        error = null;
+        return true;
+    }
+
+    /// <summary>The TCP server's settings from these options.</summary>
+    /// <returns>A new options object.</returns>
+    public TcpEchoServerOptions CreateTcpOptions() => new()
+    {
+        Address = Address,
+        Port = Port,
+        MaxConnections = MaxConnections,
+        BufferSize = BufferSize,
+        IdleTimeout = IdleTimeout,
+    };
+
+    /// <summary>The UDP server's settings from these options.</summary>
+    /// <returns>A new options object.</returns>
+    public UdpEchoServerOptions CreateUdpOptions() => new()
+    {
+        Address = Address,
+        Port = Port,
+        MaxDatagramSize = Math.Min(BufferSize, UdpEchoServerOptions.MaxDatagramSizeLimit),
+    };
+
+    private static bool TryParseInt(string value, int min, int max, out int result)
+        => int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out result) && result >= min && result <= max;
+
+    /// <returns>null when the value is valid and stored, else the error line.</returns>
+    private string? SetValue(string name, string value)
+    {
+        switch (name)
+        {
+            case "--address":
+                if (!IPAddress.TryParse(value, out IPAddress? address))
+                {
+                    return $"'--address' expects an IP address such as 127.0.0.1 or ::1, not '{value}'.";
+                }
+
+                Address = address;
+                return null;
+            case "--port":
+                if (!TryParseInt(value, 0, IPEndPoint.MaxPort, out int port))
+                {
+                    return $"'--port' expects a whole number from 0 to {IPEndPoint.MaxPort}, not '{value}'.";
+                }
+
+                Port = port;
+                return null;
+            case "--max-connections":
+                if (!TryParseInt(value, 1, TcpEchoServerOptions.MaxConnectionsLimit, out int maxConnections))
+                {
+                    return $"'--max-connections' expects a whole number from 1 to {TcpEchoServerOptions.MaxConnectionsLimit}, not '{value}'.";
+                }
+
+                MaxConnections = maxConnections;
+                return null;
+            case "--buffer-size":
+                if (!TryParseInt(value, 1, TcpEchoServerOptions.MaxBufferSize, out int bufferSize))
+                {
+                    return $"'--buffer-size' expects a whole number of bytes from 1 to {TcpEchoServerOptions.MaxBufferSize}, not '{value}'.";
+                }
+
+                BufferSize = bufferSize;
+                return null;
+            default:
+                if (!double.TryParse(value, NumberStyles.AllowDecimalPoint, CultureInfo.InvariantCulture, out double seconds)
+                    || !(seconds == 0 || (seconds >= 0.001 && seconds <= MaxIdleTimeoutSeconds)))
+                {
+                    return $"'--idle-timeout' expects seconds from 0 to {MaxIdleTimeoutSeconds} (0 = never), not '{value}'.";
+                }
+
+                IdleTimeout = seconds == 0 ? Timeout.InfiniteTimeSpan : TimeSpan.FromSeconds(seconds);
+                return null;
+        }
+    }
+}

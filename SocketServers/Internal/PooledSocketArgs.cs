@@ -1,0 +1,100 @@
+using System.Net.Sockets;
+using System.Threading.Tasks.Sources;
+using PoolLib;
+
+namespace SocketServers.Internal;
+
+/// <summary>
+/// The object a <see cref="SocketArgsPool"/> holds: a <see cref="SocketAsyncEventArgs"/> that owns one
+/// pinned buffer and can be awaited without allocating.
+/// </summary>
+/// <remarks>
+/// An operation started through one of the <c>*Async(Socket)</c> methods returns a <see cref="ValueTask"/>
+/// backed by this object (<see cref="IValueTaskSource"/>): completed at once when the socket finished
+/// synchronously (the caller loops, never recurses), pending otherwise, and signalled from
+/// <see cref="OnCompleted"/>, which is wired once for the life of the object. At most one operation is
+/// outstanding at a time, which is the rule of <see cref="SocketAsyncEventArgs"/> anyway. An operation
+/// started directly on a <see cref="Socket"/> (the classic pattern) still raises
+/// <see cref="SocketAsyncEventArgs.Completed"/>.
+/// </remarks>
+internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
+{
+    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_accept = static (socket, args) => socket.AcceptAsync(args);
+    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receive = static (socket, args) => socket.ReceiveAsync(args);
+    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_send = static (socket, args) => socket.SendAsync(args);
+    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receiveFrom = static (socket, args) => socket.ReceiveFromAsync(args);
+    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_sendTo = static (socket, args) => socket.SendToAsync(args);
+
+    // Reset before each awaited operation; completed once by OnCompleted when that operation was pending.
+    private ManualResetValueTaskSourceCore<bool> _source;
+
+    // 1 while an operation started through Start is pending: its completion signals _source instead of
+    // raising Completed. Written before the operation starts and exchanged back to 0 exactly once.
+    private int _awaiting;
+
+    public PooledSocketArgs(byte[] buffer)
+        : base(unsafeSuppressExecutionContextFlow: true)
+    {
+        OwnBuffer = buffer;
+        SetBuffer(buffer, 0, buffer.Length);
+    }
+
+    /// <summary>The buffer this args was created with; <see cref="SocketArgsPool"/> restores it on release.</summary>
+    public byte[] OwnBuffer { get; }
+
+    /// <summary>The pool slot this args travels with (kept in <see cref="SocketAsyncEventArgs.UserToken"/>).</summary>
+    public PoolSlot<SocketAsyncEventArgs> Slot => (PoolSlot<SocketAsyncEventArgs>)UserToken!;
+
+    public ValueTask AcceptAsync(Socket listener) => Start(listener, s_accept);
+
+    public ValueTask ReceiveAsync(Socket socket) => Start(socket, s_receive);
+
+    public ValueTask SendAsync(Socket socket) => Start(socket, s_send);
+
+    public ValueTask ReceiveFromAsync(Socket socket) => Start(socket, s_receiveFrom);
+
+    public ValueTask SendToAsync(Socket socket) => Start(socket, s_sendTo);
+
+    private ValueTask Start(Socket socket, Func<Socket, SocketAsyncEventArgs, bool> operation)
+    {
+        _source.Reset();
+        Volatile.Write(ref _awaiting, 1);
+        bool pending;
+        try
+        {
+            pending = operation(socket, this);
+        }
+        catch
+        {
+            Volatile.Write(ref _awaiting, 0);
+            throw;
+        }
+
+        if (pending)
+        {
+            return new ValueTask(this, _source.Version);
+        }
+
+        Volatile.Write(ref _awaiting, 0);
+        return default;
+    }
+
+    protected override void OnCompleted(SocketAsyncEventArgs e)
+    {
+        if (Interlocked.Exchange(ref _awaiting, 0) == 1)
+        {
+            _source.SetResult(true);
+        }
+        else
+        {
+            base.OnCompleted(e);
+        }
+    }
+
+    void IValueTaskSource.GetResult(short token) => _source.GetResult(token);
+
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
+
+    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
+        => _source.OnCompleted(continuation, state, token, flags);
+}

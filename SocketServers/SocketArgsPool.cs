@@ -1,0 +1,74 @@
+using System.Net.Sockets;
+using PoolLib;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+/// <summary>
+/// A pool of <see cref="SocketAsyncEventArgs"/>, each owning one pinned buffer of <see cref="BufferSize"/>
+/// bytes and carrying its <see cref="PoolSlot{T}"/> in <see cref="SocketAsyncEventArgs.UserToken"/>.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Buffers are allocated once per args on the pinned object heap
+/// (<see cref="GC.AllocateArray{T}(int, bool)"/>), so the socket never pins per operation and the heap is
+/// not fragmented by pinning. Objects are created on demand up to <see cref="Pool{T}.MaxCapacity"/>.
+/// </para>
+/// <para>
+/// On release the args is reset for its next user: <see cref="SocketAsyncEventArgs.AcceptSocket"/> and
+/// <see cref="SocketAsyncEventArgs.RemoteEndPoint"/> are cleared, <see cref="SocketAsyncEventArgs.SocketFlags"/>
+/// is <see cref="SocketFlags.None"/>, any buffer list is dropped and the buffer window again spans the whole
+/// own buffer. The user token is kept. Releasing an args whose operation is still pending fails inside
+/// <c>CleanUp</c> (the socket layer refuses to reconfigure it); the pool then discards that object and the
+/// releaser gets the exception, so a busy args never reaches another user.
+/// </para>
+/// <para>Thread safety: as <see cref="Pool{T}"/>; every member may be called from any thread.</para>
+/// </remarks>
+public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
+{
+    /// <summary>Creates a pool of args with <paramref name="bufferSize"/>-byte buffers.</summary>
+    /// <param name="bufferSize">The size in bytes of each args' buffer; at least 1.</param>
+    /// <param name="maxCapacity">The most args that ever exist at once; at least 1.</param>
+    /// <param name="initialCount">How many args to create up front (0 to <paramref name="maxCapacity"/>).</param>
+    /// <exception cref="ArgumentOutOfRangeException">An argument is out of its range.</exception>
+    public SocketArgsPool(int bufferSize, int maxCapacity, int initialCount = 0)
+        : base(maxCapacity)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(bufferSize, 1);
+        ArgumentOutOfRangeException.ThrowIfNegative(initialCount);
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(initialCount, maxCapacity);
+        BufferSize = bufferSize;
+        if (initialCount > 0)
+        {
+            TryAllocatePush(initialCount);
+        }
+    }
+
+    /// <summary>The size in bytes of the buffer each args owns.</summary>
+    public int BufferSize { get; }
+
+    /// <inheritdoc/>
+    protected override SocketAsyncEventArgs ObjectConstructor()
+        => new PooledSocketArgs(GC.AllocateArray<byte>(BufferSize, pinned: true));
+
+    /// <inheritdoc/>
+    protected override void HoldSlotInObject(SocketAsyncEventArgs @object, PoolSlot<SocketAsyncEventArgs> slot)
+        => @object.UserToken = slot;
+
+    /// <inheritdoc/>
+    protected override void CleanUp(SocketAsyncEventArgs @object)
+    {
+        var args = (PooledSocketArgs)@object;
+        if (args.BufferList is not null)
+        {
+            args.BufferList = null;
+        }
+
+        args.SetBuffer(args.OwnBuffer, 0, args.OwnBuffer.Length);
+        args.AcceptSocket = null;
+        args.RemoteEndPoint = null;
+        args.SocketFlags = SocketFlags.None;
+        args.SendPacketsElements = null;
+        args.DisconnectReuseSocket = false;
+    }
+}

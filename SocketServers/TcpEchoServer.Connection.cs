@@ -1,0 +1,182 @@
+using System.Net;
+using System.Net.Sockets;
+using PoolLib;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+public sealed partial class TcpEchoServer
+{
+    /// <summary>One accepted connection: its socket, its pooled args and its receive/send loop.</summary>
+    /// <remarks>The loop owns the socket and the args; other threads (the idle sweep, the stop) only shut
+    /// the socket down or dispose it, which makes a pending operation complete. The args goes back to the
+    /// pool only after the loop has seen its last operation complete.</remarks>
+    private sealed class Connection : IThreadPoolWorkItem
+    {
+        private const int NoCloseRequest = 0;
+        private const int StopRequested = 1;
+        private const int IdleClose = 2;
+        private const int Aborted = 3;
+
+        private readonly TcpEchoServer _server;
+        private readonly PooledSocketArgs _args;
+        private readonly Socket _socket;
+        private readonly long _id;
+        private readonly EndPoint? _remoteEndPoint;
+
+        // Environment.TickCount64 at the last completed receive or send; read by the idle sweep.
+        private long _lastActivity;
+
+        // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle
+        // sweep or abort sets it (Aborted overrides the others).
+        private int _closeRequest;
+
+        public Connection(TcpEchoServer server, PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, long id)
+        {
+            _server = server;
+            Slot = slot;
+            _args = args;
+            _socket = socket;
+            _id = id;
+            _remoteEndPoint = socket.RemoteEndPoint;
+            _lastActivity = Environment.TickCount64;
+        }
+
+        public PoolSlot<SocketAsyncEventArgs> Slot { get; }
+
+        public long LastActivity => Volatile.Read(ref _lastActivity);
+
+        public void Execute() => _ = RunAsync();
+
+        /// <summary>Stop: no more input is wanted; what was received is still echoed, then the connection closes.</summary>
+        public void StopReceiving()
+        {
+            if (Interlocked.CompareExchange(ref _closeRequest, StopRequested, NoCloseRequest) == NoCloseRequest)
+            {
+                Shutdown(SocketShutdown.Receive);
+            }
+        }
+
+        public void CloseIdle()
+        {
+            if (Interlocked.CompareExchange(ref _closeRequest, IdleClose, NoCloseRequest) == NoCloseRequest)
+            {
+                Shutdown(SocketShutdown.Both);
+            }
+        }
+
+        public void Abort()
+        {
+            Volatile.Write(ref _closeRequest, Aborted);
+            _socket.Dispose();
+        }
+
+        private async Task RunAsync()
+        {
+            if (s_logger.IsDebugEnabled)
+            {
+                s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} opened", _id, _remoteEndPoint);
+            }
+
+            SocketError error = SocketError.Success;
+            try
+            {
+                int bufferSize = _args.OwnBuffer.Length;
+                while (true)
+                {
+                    _args.SetBuffer(0, bufferSize);
+                    await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+                    error = _args.SocketError;
+                    int received = _args.BytesTransferred;
+                    if (error != SocketError.Success || received == 0)
+                    {
+                        break;
+                    }
+
+                    Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                    int sent = 0;
+                    while (sent < received && error == SocketError.Success)
+                    {
+                        _args.SetBuffer(sent, received - sent);
+                        await _args.SendAsync(_socket).ConfigureAwait(false);
+                        error = _args.SocketError;
+                        sent += _args.BytesTransferred;
+                        Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                    }
+
+                    if (error != SocketError.Success)
+                    {
+                        break;
+                    }
+
+                    _server.CountEcho(received);
+                    if (s_logger.IsTraceEnabled)
+                    {
+                        s_logger.Trace("TCP connection {ConnectionId} echoed {Bytes} bytes", _id, received);
+                    }
+                }
+            }
+            catch (ObjectDisposedException)
+            {
+                error = SocketError.OperationAborted;
+            }
+            catch (Exception ex)
+            {
+                error = SocketError.SocketError;
+                s_logger.Warn(ex, "TCP connection {ConnectionId} from {RemoteEndPoint} failed", _id, _remoteEndPoint);
+            }
+            finally
+            {
+                Close(error);
+            }
+        }
+
+        private void Close(SocketError error)
+        {
+            int request = Volatile.Read(ref _closeRequest);
+            bool graceful = error == SocketError.Success && request != IdleClose;
+            if (graceful)
+            {
+                // End of stream from the client (or the stop): all it sent has been echoed; say we are done too.
+                Shutdown(SocketShutdown.Send);
+                s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed", _id, _remoteEndPoint);
+            }
+            else
+            {
+                _server.CountDrop();
+                if (request == IdleClose)
+                {
+                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed after the idle timeout", _id, _remoteEndPoint);
+                }
+                else if (request == Aborted)
+                {
+                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed at the end of the stop grace period", _id, _remoteEndPoint);
+                }
+                else if (error is SocketError.ConnectionReset or SocketError.ConnectionAborted or SocketError.Shutdown
+                    or SocketError.OperationAborted or SocketError.TimedOut or SocketError.NotConnected)
+                {
+                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} lost: {SocketError}", _id, _remoteEndPoint, error);
+                }
+                else if (error != SocketError.SocketError)
+                {
+                    s_logger.Warn("TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}", _id, _remoteEndPoint, error);
+                }
+            }
+
+            _socket.Dispose();
+            _server.OnConnectionClosed(this);
+        }
+
+        private void Shutdown(SocketShutdown how)
+        {
+            try
+            {
+                _socket.Shutdown(how);
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                // Already closed or reset: nothing left to shut down.
+            }
+        }
+    }
+}

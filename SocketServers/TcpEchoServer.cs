@@ -1,0 +1,166 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using NLog;
+
+namespace SocketServers;
+
+/// <summary>
+/// An RFC 862 echo server over TCP: every byte received on a connection is sent back on it, in order,
+/// until the client closes. Each connection runs on one pooled <see cref="SocketAsyncEventArgs"/>.
+/// </summary>
+/// <remarks>
+/// <para>
+/// The accept loop takes an args from the pool before each accept; the pool's capacity is
+/// <see cref="TcpEchoServerOptions.MaxConnections"/>, so at the limit the loop waits for a connection to end
+/// and further clients wait in the kernel's listen backlog: memory stays bounded under a flood. A connection
+/// receives into its args' buffer, sends it all back (completing partial sends), and receives again;
+/// operations that complete synchronously continue the same loop, never a nested call.
+/// </para>
+/// <para>
+/// A client's half-close (<c>Shutdown(Send)</c>) gets every byte echoed, then end of stream. Resets are
+/// logged at Debug. A connection that neither receives nor sends for
+/// <see cref="TcpEchoServerOptions.IdleTimeout"/> is closed by one periodic sweep.
+/// </para>
+/// <para>Thread safety: every member may be called from any thread.</para>
+/// </remarks>
+public sealed partial class TcpEchoServer : EchoServer
+{
+    private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
+
+    private readonly IPEndPoint _endPoint;
+    private readonly TimeSpan _idleTimeout;
+    private readonly int _listenBacklog;
+
+    // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
+    private readonly ConcurrentDictionary<Connection, byte> _connections = new();
+
+    // Completed once draining has begun and no connection is left open.
+    private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    private Socket? _listener;
+    private Task _acceptLoop = Task.CompletedTask;
+    private Task _idleSweep = Task.CompletedTask;
+    private long _lastConnectionId;
+
+    // 1 once the accept loop has ended and the drain has begun; with the open-connection count it decides
+    // who completes _drained (both sides write, fence, then read the other's value).
+    private int _draining;
+
+    /// <summary>Creates a TCP echo server with the default <see cref="TcpEchoServerOptions"/>
+    /// (127.0.0.1, port <see cref="EchoServerOptions.DefaultPort"/>).</summary>
+    public TcpEchoServer()
+        : this(new TcpEchoServerOptions())
+    {
+    }
+
+    /// <summary>Creates a TCP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    public TcpEchoServer(TcpEchoServerOptions options)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), options.BufferSize, options.MaxConnections)
+    {
+        _endPoint = options.EndPoint;
+        _idleTimeout = options.IdleTimeout;
+        _listenBacklog = options.ListenBacklog;
+    }
+
+    /// <inheritdoc/>
+    public override ProtocolType Protocol => ProtocolType.Tcp;
+
+    private protected override IPEndPoint StartCore()
+    {
+        var listener = new Socket(_endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        try
+        {
+            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
+            listener.Bind(_endPoint);
+            listener.Listen(_listenBacklog);
+        }
+        catch (SocketException ex)
+        {
+            listener.Dispose();
+            throw BindFailed(_endPoint, ex);
+        }
+        catch
+        {
+            listener.Dispose();
+            throw;
+        }
+
+        var bound = (IPEndPoint)listener.LocalEndPoint!;
+        _listener = listener;
+        _acceptLoop = AcceptLoopAsync(listener);
+        if (_idleTimeout != Timeout.InfiniteTimeSpan)
+        {
+            _idleSweep = SweepIdleConnectionsAsync();
+        }
+
+        s_logger.Info(
+            "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})",
+            bound,
+            Pool.MaxCapacity,
+            Pool.BufferSize,
+            _idleTimeout);
+        return bound;
+    }
+
+    private protected override async Task StopReceivingAsync()
+    {
+        _listener?.Dispose();
+        await _acceptLoop.ConfigureAwait(false);
+        await _idleSweep.ConfigureAwait(false);
+    }
+
+    private protected override Task DrainAsync()
+    {
+        Interlocked.Exchange(ref _draining, 1);
+        foreach (var (connection, _) in _connections)
+        {
+            connection.StopReceiving();
+        }
+
+        int open = OpenConnections;
+        if (open == 0)
+        {
+            _drained.TrySetResult();
+        }
+        else
+        {
+            s_logger.Info("TCP echo server on {EndPoint} stopping: letting {Count} connections finish their echoes", LocalEndPoint, open);
+        }
+
+        return _drained.Task;
+    }
+
+    private protected override void Abort()
+    {
+        s_logger.Info("TCP echo server on {EndPoint}: stop grace period over, closing {Count} connections", LocalEndPoint, OpenConnections);
+        foreach (var (connection, _) in _connections)
+        {
+            connection.Abort();
+        }
+    }
+
+    private protected override Task CloseAsync()
+    {
+        s_logger.Info("TCP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
+        return Task.CompletedTask;
+    }
+
+    private void OnConnectionClosed(Connection connection)
+    {
+        _connections.TryRemove(connection, out _);
+        try
+        {
+            Pool.Release(connection.Slot);
+        }
+        finally
+        {
+            if (CountConnectionClosed() == 0 && Volatile.Read(ref _draining) == 1)
+            {
+                _drained.TrySetResult();
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+namespace SocketServers;
+
+/// <summary>Settings of a <see cref="TcpEchoServer"/>; the defaults are safe for a public default install.</summary>
+/// <remarks>Memory is bounded by <see cref="MaxConnections"/> × <see cref="BufferSize"/>: one pooled args,
+/// with one buffer, per connection. Every setter checks its value. Not thread-safe.</remarks>
+public sealed class TcpEchoServerOptions : EchoServerOptions
+{
+    /// <summary>The largest accepted <see cref="MaxConnections"/>: 1,000,000.</summary>
+    public const int MaxConnectionsLimit = 1_000_000;
+
+    /// <summary>The largest accepted <see cref="BufferSize"/>: 1 MiB.</summary>
+    public const int MaxBufferSize = 1024 * 1024;
+
+    /// <summary>The longest accepted <see cref="IdleTimeout"/>: one day.</summary>
+    public static readonly TimeSpan MaxIdleTimeout = TimeSpan.FromDays(1);
+
+    private int _maxConnections = 1000;
+    private int _bufferSize = 8192;
+    private TimeSpan _idleTimeout = TimeSpan.FromSeconds(60);
+    private int _listenBacklog = 512;
+
+    /// <summary>The most connections served at once, 1 to <see cref="MaxConnectionsLimit"/>; 1000 by default.
+    /// It is the capacity of the server's args pool; further clients wait in the listen backlog.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public int MaxConnections
+    {
+        get => _maxConnections;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxConnections));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxConnectionsLimit, nameof(MaxConnections));
+            _maxConnections = value;
+        }
+    }
+
+    /// <summary>The per-connection buffer in bytes, 1 to <see cref="MaxBufferSize"/>; 8192 by default.
+    /// A receive reads at most this much before it is echoed.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public int BufferSize
+    {
+        get => _bufferSize;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(BufferSize));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxBufferSize, nameof(BufferSize));
+            _bufferSize = value;
+        }
+    }
+
+    /// <summary>How long a connection may go without receiving or sending anything before the server
+    /// closes it; 60 seconds by default, <see cref="Timeout.InfiniteTimeSpan"/> to never close idle
+    /// connections. Checked by one periodic sweep, so a connection closes up to a quarter of the timeout
+    /// (at most one second) late.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is not positive (and not infinite) or is
+    /// longer than <see cref="MaxIdleTimeout"/>.</exception>
+    public TimeSpan IdleTimeout
+    {
+        get => _idleTimeout;
+        set
+        {
+            if (value != Timeout.InfiniteTimeSpan)
+            {
+                ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(value, TimeSpan.Zero, nameof(IdleTimeout));
+                ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxIdleTimeout, nameof(IdleTimeout));
+            }
+
+            _idleTimeout = value;
+        }
+    }
+
+    /// <summary>The listen backlog: connections the kernel queues while the server is at
+    /// <see cref="MaxConnections"/>; 512 by default, at least 1.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is less than 1.</exception>
+    public int ListenBacklog
+    {
+        get => _listenBacklog;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(ListenBacklog));
+            _listenBacklog = value;
+        }
+    }
+}

@@ -1,0 +1,55 @@
+namespace SocketServers;
+
+/// <summary>Settings of a <see cref="UdpEchoServer"/>; the defaults are safe for a public default install.</summary>
+/// <remarks>Memory is bounded by (<see cref="MaxPendingDatagrams"/> + <see cref="ConcurrentReceives"/>) ×
+/// (<see cref="MaxDatagramSize"/> + 1) bytes of pooled buffers. Every setter checks its value. Not thread-safe.</remarks>
+public sealed class UdpEchoServerOptions : EchoServerOptions
+{
+    /// <summary>The largest accepted <see cref="MaxDatagramSize"/>: 65535 bytes.</summary>
+    public const int MaxDatagramSizeLimit = ushort.MaxValue;
+
+    private int _maxDatagramSize = 8192;
+    private int _concurrentReceives = 4;
+    private int _maxPendingDatagrams = 256;
+
+    /// <summary>The largest datagram echoed, in bytes, 1 to <see cref="MaxDatagramSizeLimit"/>; 8192 by
+    /// default. A larger datagram is dropped (counted and logged as a warning), never echoed truncated.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public int MaxDatagramSize
+    {
+        get => _maxDatagramSize;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxDatagramSize));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxDatagramSizeLimit, nameof(MaxDatagramSize));
+            _maxDatagramSize = value;
+        }
+    }
+
+    /// <summary>How many receives are outstanding at once, 1 to 256; 4 by default.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public int ConcurrentReceives
+    {
+        get => _concurrentReceives;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(ConcurrentReceives));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, 256, nameof(ConcurrentReceives));
+            _concurrentReceives = value;
+        }
+    }
+
+    /// <summary>How many received datagrams may wait for their reply, 1 to 65536; 256 by default. When
+    /// that many wait, receiving pauses and the kernel drops what does not fit in the socket buffer.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public int MaxPendingDatagrams
+    {
+        get => _maxPendingDatagrams;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxPendingDatagrams));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, 65536, nameof(MaxPendingDatagrams));
+            _maxPendingDatagrams = value;
+        }
+    }
+}
