@@ -29,11 +29,12 @@ public sealed partial class TcpEchoServer
                 }
 
                 var args = (PooledSocketArgs)slot.Object;
-                args.AcceptSocket = null;
-                args.SetBuffer(0, 0);
                 SocketError error;
                 try
                 {
+                    // No buffer: an accept with one would also wait for the client's first bytes.
+                    args.AcceptSocket = null;
+                    args.SetBuffer(null, 0, 0);
                     await args.AcceptAsync(listener).ConfigureAwait(false);
                     error = args.SocketError;
                 }
@@ -41,11 +42,17 @@ public sealed partial class TcpEchoServer
                 {
                     error = SocketError.OperationAborted;
                 }
+                catch
+                {
+                    Pool.Release(slot);
+                    throw;
+                }
 
                 if (error == SocketError.Success)
                 {
                     Socket accepted = args.AcceptSocket!;
                     args.AcceptSocket = null;
+                    args.SetBuffer(args.OwnBuffer, 0, args.OwnBuffer.Length);
                     StartConnection(slot, args, accepted);
                     continue;
                 }

@@ -1,0 +1,15 @@
+namespace PoolLib.Tests.SocketServers;
+
+/// <summary>Waits for a condition that has no event to wait on (a server counter), checking it every few ms.</summary>
+internal static class Poll
+{
+    private static readonly TimeSpan s_interval = TimeSpan.FromMilliseconds(10);
+
+    public static async Task UntilAsync(Func<bool> condition, CancellationToken cancellationToken)
+    {
+        while (!condition())
+        {
+            await Task.Delay(s_interval, cancellationToken);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
+
+namespace PoolLib.Tests.SocketServers;
+
+/// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
+public sealed class ProgramTests
+{
+    private static string HostPath => Path.Combine(AppContext.BaseDirectory, "SocketServers.dll");
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_Help_ExitsZeroAndPrintsUsage(CancellationToken cancellationToken)
+    {
+        (int exitCode, string stdout, string stderr) = await RunToEndAsync(["--help"], cancellationToken);
+
+        Assert.That(exitCode, Is.Zero);
+        Assert.That(stdout, Does.Contain("Usage: SocketServers").And.Contain("--port"));
+        Assert.That(stderr, Is.Empty);
+    }
+
+    [TestCase("--bogus")]
+    [TestCase("--port 99999")]
+    [TestCase("--max-connections")]
+    [CancelAfter(30_000)]
+    public async Task Main_BadArgument_ExitsNonZeroWithOneStderrLine(string commandLine, CancellationToken cancellationToken)
+    {
+        (int exitCode, string stdout, string stderr) = await RunToEndAsync(commandLine.Split(' '), cancellationToken);
+
+        Assert.That(exitCode, Is.Not.Zero);
+        Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+        Assert.That(stderr, Does.StartWith("SocketServers: ").And.Not.Contain("   at "));
+        Assert.That(stdout, Is.Empty);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_PortInUse_ExitsNonZeroWithOneStderrLine(CancellationToken cancellationToken)
+    {
+        using var occupant = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        occupant.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        occupant.Listen();
+        int port = ((IPEndPoint)occupant.LocalEndPoint!).Port;
+
+        (int exitCode, _, string stderr) = await RunToEndAsync(["tcp", "--port", port.ToString(System.Globalization.CultureInfo.InvariantCulture)], cancellationToken);
+
+        Assert.That(exitCode, Is.Not.Zero);
+        Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+        Assert.That(stderr, Does.Contain("already in use").And.Contain($"127.0.0.1:{port}"));
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SigTerm_StopsGracefullyAndPrintsCounters(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsWindows(), Is.False, "SIGTERM is a POSIX signal");
+        using Process host = StartHost(["both", "--port", "0"]);
+        try
+        {
+            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            IPEndPoint udp = await ReadListeningEndPointAsync(host, "udp", cancellationToken);
+            await SocketTestExtensions.AssertEchoesAsync(tcp, 5000, cancellationToken);
+            using (var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp))
+            {
+                byte[] datagram = [1, 2, 3, 4];
+                await client.SendToAsync(datagram, SocketFlags.None, udp, cancellationToken);
+                byte[] echo = new byte[16];
+                int received = await client.ReceiveAsync(echo, SocketFlags.None, cancellationToken);
+                Assert.That(echo[..received], Is.EqualTo(datagram));
+            }
+
+            await SendSigTermAsync(host, cancellationToken);
+            await host.WaitForExitAsync(cancellationToken);
+            string rest = await host.StandardOutput.ReadToEndAsync(cancellationToken);
+
+            Assert.That(host.ExitCode, Is.Zero);
+            Assert.That(rest, Does.Contain("tcp: 1 connections").And.Contain("5000 bytes echoed"));
+            Assert.That(rest, Does.Contain("udp: 0 connections (peak 0), 1 messages and 4 bytes echoed"));
+        }
+        finally
+        {
+            if (!host.HasExited)
+            {
+                host.Kill(entireProcessTree: true);
+            }
+        }
+    }
+
+    private static async Task SendSigTermAsync(Process host, CancellationToken cancellationToken)
+    {
+        using Process kill = Process.Start("kill", ["-TERM", host.Id.ToString(System.Globalization.CultureInfo.InvariantCulture)]);
+        await kill.WaitForExitAsync(cancellationToken);
+        Assert.That(kill.ExitCode, Is.Zero);
+    }
+
+    private static Process StartHost(IEnumerable<string> args)
+    {
+        var startInfo = new ProcessStartInfo("dotnet")
+        {
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+            UseShellExecute = false,
+            WorkingDirectory = AppContext.BaseDirectory,
+        };
+        startInfo.ArgumentList.Add(HostPath);
+        foreach (string arg in args)
+        {
+            startInfo.ArgumentList.Add(arg);
+        }
+
+        return Process.Start(startInfo)!;
+    }
+
+    private static async Task<(int ExitCode, string Stdout, string Stderr)> RunToEndAsync(string[] args, CancellationToken cancellationToken)
+    {
+        using Process host = StartHost(args);
+        try
+        {
+            Task<string> stdout = host.StandardOutput.ReadToEndAsync(cancellationToken);
+            Task<string> stderr = host.StandardError.ReadToEndAsync(cancellationToken);
+            await host.WaitForExitAsync(cancellationToken);
+            return (host.ExitCode, await stdout, await stderr);
+        }
+        finally
+        {
+            if (!host.HasExited)
+            {
+                host.Kill(entireProcessTree: true);
+            }
+        }
+    }
+
+    /// <summary>Reads stdout up to the host's "&lt;protocol&gt; echo listening on &lt;endpoint&gt;" line.</summary>
+    private static async Task<IPEndPoint> ReadListeningEndPointAsync(Process host, string protocol, CancellationToken cancellationToken)
+    {
+        string prefix = $"{protocol} echo listening on ";
+        while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
+        {
+            if (line.StartsWith(prefix, StringComparison.Ordinal))
+            {
+                return IPEndPoint.Parse(line[prefix.Length..]);
+            }
+        }
+
+        Assert.Fail($"the host ended without printing '{prefix}'; stderr: {await host.StandardError.ReadToEndAsync(cancellationToken)}");
+        throw new UnreachableException();
+    }
+}

@@ -1,0 +1,82 @@
+using System.Net;
+using System.Net.Sockets;
+
+namespace PoolLib.Tests.SocketServers;
+
+/// <summary>The few stream operations the echo server tests repeat: connect, send all, read exactly, read to the end.</summary>
+internal static class SocketTestExtensions
+{
+    public static async Task<Socket> ConnectTcpAsync(IPEndPoint endPoint, CancellationToken cancellationToken)
+    {
+        var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+        try
+        {
+            await socket.ConnectAsync(endPoint, cancellationToken);
+            return socket;
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+    }
+
+    public static async Task SendAllAsync(this Socket socket, ReadOnlyMemory<byte> data, CancellationToken cancellationToken)
+    {
+        while (!data.IsEmpty)
+        {
+            int sent = await socket.SendAsync(data, SocketFlags.None, cancellationToken);
+            data = data[sent..];
+        }
+    }
+
+    /// <returns>How many bytes were read: <paramref name="buffer"/>'s length unless the stream ended first.</returns>
+    public static async Task<int> ReceiveExactlyAsync(this Socket socket, Memory<byte> buffer, CancellationToken cancellationToken)
+    {
+        int total = 0;
+        while (total < buffer.Length)
+        {
+            int received = await socket.ReceiveAsync(buffer[total..], SocketFlags.None, cancellationToken);
+            if (received == 0)
+            {
+                break;
+            }
+
+            total += received;
+        }
+
+        return total;
+    }
+
+    /// <summary>Reads until end of stream and returns everything read.</summary>
+    public static async Task<byte[]> ReceiveToEndAsync(this Socket socket, CancellationToken cancellationToken)
+    {
+        using var all = new MemoryStream();
+        var buffer = new byte[16 * 1024];
+        int received;
+        while ((received = await socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken)) > 0)
+        {
+            all.Write(buffer, 0, received);
+        }
+
+        return all.ToArray();
+    }
+
+    /// <summary>One round trip on a new connection, then a graceful close: proves the server still serves.</summary>
+    public static async Task AssertEchoesAsync(IPEndPoint endPoint, int size, CancellationToken cancellationToken)
+    {
+        using Socket client = await ConnectTcpAsync(endPoint, cancellationToken);
+        byte[] message = new byte[size];
+        Random.Shared.NextBytes(message);
+        byte[] echo = new byte[size];
+
+        await client.SendAllAsync(message, cancellationToken);
+        int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
+        client.Shutdown(SocketShutdown.Send);
+        int after = await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+
+        Assert.That(received, Is.EqualTo(size));
+        Assert.That(echo, Is.EqualTo(message));
+        Assert.That(after, Is.Zero, "end of stream after the echo");
+    }
+}

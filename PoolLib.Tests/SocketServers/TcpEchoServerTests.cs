@@ -1,0 +1,360 @@
+using System.Net;
+using System.Net.Sockets;
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+public sealed class TcpEchoServerTests
+{
+    private const int KiB = 1024;
+    private const int MiB = 1024 * KiB;
+
+    [Test]
+    public void Constructor_NullOptions_ThrowsArgumentNull()
+    {
+        var exception = Assert.Throws<ArgumentNullException>(() => _ = new TcpEchoServer(null!));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("options"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_PortZero_ListensOnRealPort(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+
+        Assert.That(server.LocalEndPoint, Is.Not.Null);
+        Assert.That(server.LocalEndPoint!.Address, Is.EqualTo(IPAddress.Loopback));
+        Assert.That(server.LocalEndPoint.Port, Is.Not.Zero);
+        Assert.That(server.IsRunning, Is.True);
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint, 100, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_Twice_ThrowsInvalidOperation(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+
+        await Assert.ThrowsAsync<InvalidOperationException>(() => server.StartAsync(cancellationToken));
+        Assert.That(server.IsRunning, Is.True);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_PortInUse_ThrowsIOExceptionSayingInUse(CancellationToken cancellationToken)
+    {
+        await using var first = await StartAsync(cancellationToken: cancellationToken);
+        await using var second = new TcpEchoServer(new TcpEchoServerOptions { Port = first.LocalEndPoint!.Port });
+
+        var exception = await Assert.ThrowsAsync<IOException>(() => second.StartAsync(cancellationToken));
+
+        Assert.That(exception!.Message, Does.Contain("already in use").And.Contain(first.LocalEndPoint.ToString()));
+        Assert.That(exception.InnerException, Is.InstanceOf<SocketException>()
+            .With.Property(nameof(SocketException.SocketErrorCode)).EqualTo(SocketError.AddressAlreadyInUse));
+        Assert.That(second.IsRunning, Is.False);
+        await SocketTestExtensions.AssertEchoesAsync(first.LocalEndPoint, 10, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_AfterDispose_ThrowsObjectDisposed(CancellationToken cancellationToken)
+    {
+        var server = new TcpEchoServer(LoopbackOptions());
+        await server.DisposeAsync();
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(() => server.StartAsync(cancellationToken));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StopAsync_BeforeStart_DoesNothingAndStartThenThrows(CancellationToken cancellationToken)
+    {
+        await using var server = new TcpEchoServer(LoopbackOptions());
+
+        await server.StopAsync(cancellationToken);
+
+        Assert.That(server.LocalEndPoint, Is.Null);
+        await Assert.ThrowsAsync<InvalidOperationException>(() => server.StartAsync(cancellationToken));
+    }
+
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Echo_HundredClientsRandomSizes_EchoesByteExact(CancellationToken cancellationToken)
+    {
+        const int Clients = 100;
+        const int Messages = 100;
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        long bytesSent = 0;
+        int mismatches = 0;
+
+        async Task RunClientAsync(int seed)
+        {
+            // Sizes are log-uniform from 1 B to 64 KiB (small and large messages alike), both ends included.
+            var random = new Random(seed);
+            using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+            byte[] message = new byte[64 * KiB];
+            byte[] echo = new byte[64 * KiB];
+            for (int i = 0; i < Messages; i++)
+            {
+                int size = i switch
+                {
+                    0 => 1,
+                    1 => 64 * KiB,
+                    _ => (int)Math.Pow(2, random.NextDouble() * 16),
+                };
+                random.NextBytes(message.AsSpan(0, size));
+                await client.SendAllAsync(message.AsMemory(0, size), cancellationToken);
+                int received = await client.ReceiveExactlyAsync(echo.AsMemory(0, size), cancellationToken);
+                if (received != size || !echo.AsSpan(0, size).SequenceEqual(message.AsSpan(0, size)))
+                {
+                    Interlocked.Increment(ref mismatches);
+                }
+
+                Interlocked.Add(ref bytesSent, size);
+            }
+        }
+
+        await Task.WhenAll(Enumerable.Range(0, Clients).Select(seed => Task.Run(() => RunClientAsync(seed), cancellationToken)));
+        await WaitForIdleAsync(server, cancellationToken);
+
+        Assert.That(mismatches, Is.Zero);
+        EchoServerCounters counters = server.Counters;
+        Assert.That(counters.BytesEchoed, Is.EqualTo(bytesSent));
+        Assert.That(counters.TotalConnections, Is.EqualTo(Clients));
+        Assert.That(counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_ClientResetsMidMessage_ServerKeepsServingAndReturnsSlot(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        using (Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            byte[] half = new byte[256 * KiB];
+            Random.Shared.NextBytes(half);
+            await client.SendAllAsync(half, cancellationToken);
+            client.LingerState = new LingerOption(true, 0);
+            client.Close(); // RST with echoes unread: the server is mid-message
+        }
+
+        await WaitForIdleAsync(server, cancellationToken);
+
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
+        await WaitForIdleAsync(server, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_ClientHalfCloses_ReceivesAllBytesThenEndOfStream(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        byte[] data = new byte[3 * MiB + 17];
+        Random.Shared.NextBytes(data);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        Task<byte[]> reader = client.ReceiveToEndAsync(cancellationToken);
+        await client.SendAllAsync(data, cancellationToken);
+        client.Shutdown(SocketShutdown.Send);
+        byte[] echoed = await reader;
+
+        Assert.That(echoed, Has.Length.EqualTo(data.Length));
+        Assert.That(echoed.AsSpan().SequenceEqual(data), Is.True, "every byte echoed in order, then end of stream");
+        await WaitForIdleAsync(server, cancellationToken);
+        Assert.That(server.Counters.Drops, Is.Zero);
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task IdleTimeout_ClientSendsNothing_ServerClosesConnection(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.IdleTimeout = TimeSpan.FromMilliseconds(200), cancellationToken);
+        using Socket idle = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        int received = await idle.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+
+        Assert.That(received, Is.Zero, "the server closed the idle connection");
+        await WaitForIdleAsync(server, cancellationToken);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
+        await WaitForIdleAsync(server, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task MaxConnections_MoreClientsThanCap_ServesAtMostCapAtOnceThenTheRest(CancellationToken cancellationToken)
+    {
+        const int Cap = 4;
+        const int Waiting = 8;
+        await using var server = await StartAsync(options => options.MaxConnections = Cap, cancellationToken);
+        var releaseFirst = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        async Task RunClientAsync(Task holdBeforeClose, TaskCompletionSource? firstEchoed)
+        {
+            using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+            byte[] message = new byte[1000];
+            byte[] echo = new byte[1000];
+            for (int i = 0; i < 5; i++)
+            {
+                Random.Shared.NextBytes(message);
+                await client.SendAllAsync(message, cancellationToken);
+                Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
+                Assert.That(echo, Is.EqualTo(message));
+                firstEchoed?.TrySetResult();
+            }
+
+            await holdBeforeClose.WaitAsync(cancellationToken);
+            client.Shutdown(SocketShutdown.Send);
+            Assert.That(await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken), Is.Zero);
+        }
+
+        // The first Cap clients are served and stay connected: the server is full.
+        var served = Enumerable.Range(0, Cap).Select(_ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)).ToArray();
+        Task[] first = served.Select(echoed => RunClientAsync(releaseFirst.Task, echoed)).ToArray();
+        await Task.WhenAll(served.Select(echoed => echoed.Task)).WaitAsync(cancellationToken);
+
+        // More clients connect (into the listen backlog) while the server is full, then the first ones leave.
+        Task[] rest = Enumerable.Range(0, Waiting).Select(_ => RunClientAsync(Task.CompletedTask, null)).ToArray();
+        Assert.That(server.Counters.CurrentConnections, Is.EqualTo(Cap));
+        releaseFirst.SetResult();
+        await Task.WhenAll(first.Concat(rest));
+        await WaitForIdleAsync(server, cancellationToken);
+
+        EchoServerCounters counters = server.Counters;
+        Assert.That(counters.PeakConnections, Is.EqualTo(Cap), "never more connections served at once than the cap");
+        Assert.That(counters.TotalConnections, Is.EqualTo(Cap + Waiting));
+        Assert.That(counters.PoolTotalCount, Is.LessThanOrEqualTo(Cap));
+        Assert.That(counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Echo_25MiBBurstThrough4KiBBuffer_FullyEchoed(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.BufferSize = 4 * KiB, cancellationToken);
+        byte[] data = new byte[25 * MiB];
+        new Random(25).NextBytes(data);
+        byte[] echoed = new byte[data.Length];
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        // The whole burst is written at once; the reader runs beside it so neither side's buffers fill for good.
+        Task writer = client.SendAllAsync(data, cancellationToken);
+        int received = await client.ReceiveExactlyAsync(echoed, cancellationToken);
+        await writer;
+
+        Assert.That(received, Is.EqualTo(data.Length));
+        Assert.That(echoed.AsSpan().SequenceEqual(data), Is.True);
+        client.Shutdown(SocketShutdown.Send);
+        Assert.That(await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken), Is.Zero);
+        await WaitForIdleAsync(server, cancellationToken);
+        Assert.That(server.Counters.BytesEchoed, Is.EqualTo(data.Length));
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task StopAsync_ClientsConnectedWithTrafficInFlight_CompletesWithAllSlotsBack(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromSeconds(2), cancellationToken);
+        IPEndPoint endPoint = server.LocalEndPoint!;
+        var idleClients = new List<Socket>();
+        var busyStarted = new CountdownEvent(8);
+        try
+        {
+            for (int i = 0; i < 4; i++)
+            {
+                idleClients.Add(await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken));
+            }
+
+            Task[] busy = Enumerable.Range(0, 8).Select(_ => Task.Run(() => EchoUntilClosedAsync(endPoint, busyStarted, cancellationToken), cancellationToken)).ToArray();
+            Assert.That(busyStarted.Wait(TimeSpan.FromSeconds(10), cancellationToken), Is.True);
+
+            await server.StopAsync(cancellationToken);
+
+            EchoServerCounters counters = server.Counters;
+            Assert.That(counters.CurrentConnections, Is.Zero);
+            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
+            Assert.That(server.StopAsync(cancellationToken).IsCompletedSuccessfully, Is.True, "a second stop is harmless");
+            await Task.WhenAll(busy);
+            foreach (Socket idle in idleClients)
+            {
+                Assert.That(await idle.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken), Is.Zero);
+            }
+
+            var refused = await Assert.ThrowsAsync<SocketException>(async () => (await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken)).Dispose());
+            Assert.That(refused!.SocketErrorCode, Is.EqualTo(SocketError.ConnectionRefused));
+        }
+        finally
+        {
+            idleClients.ForEach(client => client.Dispose());
+            await server.DisposeAsync();
+            busyStarted.Dispose();
+        }
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task DisposeAsync_Running_StopsListening(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(cancellationToken: cancellationToken);
+        IPEndPoint endPoint = server.LocalEndPoint!;
+
+        await server.DisposeAsync();
+        await server.DisposeAsync();
+
+        Assert.That(server.IsRunning, Is.False);
+        await Assert.ThrowsAsync<SocketException>(async () => (await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken)).Dispose());
+    }
+
+    private static TcpEchoServerOptions LoopbackOptions() => new() { Address = IPAddress.Loopback, Port = 0 };
+
+    private static async Task<TcpEchoServer> StartAsync(Action<TcpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)
+    {
+        TcpEchoServerOptions options = LoopbackOptions();
+        configure?.Invoke(options);
+        var server = new TcpEchoServer(options);
+        await server.StartAsync(cancellationToken);
+        return server;
+    }
+
+    /// <summary>Waits until no connection is open and every args but the accept loop's is back in the pool.</summary>
+    private static Task WaitForIdleAsync(TcpEchoServer server, CancellationToken cancellationToken)
+        => Poll.UntilAsync(
+            () => server.Counters is { CurrentConnections: 0 } counters && counters.PoolAvailableCount == counters.PoolTotalCount - 1,
+            cancellationToken);
+
+    /// <summary>Sends and checks echoes until the server closes the connection.</summary>
+    private static async Task EchoUntilClosedAsync(IPEndPoint endPoint, CountdownEvent started, CancellationToken cancellationToken)
+    {
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken);
+        byte[] message = new byte[16 * KiB];
+        byte[] echo = new byte[message.Length];
+        bool signalled = false;
+        try
+        {
+            while (true)
+            {
+                Random.Shared.NextBytes(message);
+                await client.SendAllAsync(message, cancellationToken);
+                int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
+                if (received < message.Length)
+                {
+                    return; // closed by the stop
+                }
+
+                Assert.That(echo, Is.EqualTo(message));
+                if (!signalled)
+                {
+                    signalled = true;
+                    started.Signal();
+                }
+            }
+        }
+        catch (SocketException)
+        {
+            // Reset by the stop: expected.
+        }
+    }
+}

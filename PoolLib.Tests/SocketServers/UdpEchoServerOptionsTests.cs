@@ -1,0 +1,49 @@
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+public sealed class UdpEchoServerOptionsTests
+{
+    [TestCase(nameof(UdpEchoServerOptions.MaxDatagramSize), 0)]
+    [TestCase(nameof(UdpEchoServerOptions.MaxDatagramSize), UdpEchoServerOptions.MaxDatagramSizeLimit + 1)]
+    [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), 0)]
+    [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), 257)]
+    [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 0)]
+    [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 65537)]
+    public void Setter_OutOfRange_ThrowsNamingTheProperty(string property, int value)
+    {
+        var options = new UdpEchoServerOptions();
+
+        var exception = Assert.Throws<ArgumentOutOfRangeException>(() => Set(options, property, value));
+
+        Assert.That(exception!.ParamName, Is.EqualTo(property));
+    }
+
+    [Test]
+    public void Constructor_Defaults_AreBounded()
+    {
+        var options = new UdpEchoServerOptions();
+
+        Assert.That(options.MaxDatagramSize, Is.EqualTo(8192));
+        Assert.That(options.ConcurrentReceives, Is.EqualTo(4));
+        Assert.That(options.MaxPendingDatagrams, Is.EqualTo(256));
+    }
+
+    private static void Set(UdpEchoServerOptions options, string property, int value)
+    {
+        switch (property)
+        {
+            case nameof(UdpEchoServerOptions.MaxDatagramSize):
+                options.MaxDatagramSize = value;
+                break;
+            case nameof(UdpEchoServerOptions.ConcurrentReceives):
+                options.ConcurrentReceives = value;
+                break;
+            case nameof(UdpEchoServerOptions.MaxPendingDatagrams):
+                options.MaxPendingDatagrams = value;
+                break;
+            default:
+                throw new ArgumentException($"no case for {property}", nameof(property));
+        }
+    }
+}
