@@ -26,6 +26,7 @@ internal sealed class PoolsScenario(BenchOptions options)
     public void Run(BenchReport report)
     {
         Measurement measurement = Measurement.For(options.Quick);
+        var results = new List<PoolsResult>();
         foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>())
         {
             foreach (int capacity in s_capacities)
@@ -54,9 +55,11 @@ internal sealed class PoolsScenario(BenchOptions options)
 
                         oursNs ??= pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : null;
                         double? ratio = sample.MedianNs / oursNs;
-                        report.Add(new PoolsResult(
+                        var result = new PoolsResult(
                             pool.Impl, Name(pattern), capacity, workers, held, sample.MedianNs, sample.MinNs, sample.MaxNs,
-                            sample.BytesPerOp, sample.Mops, ratio, sample.OperationsPerIteration, sample.Iterations));
+                            sample.BytesPerOp, sample.Mops, ratio, sample.OperationsPerIteration, sample.Iterations);
+                        results.Add(result);
+                        report.Add(result);
                         table.Row(
                             CellText.Count(workers),
                             pool.Impl,
@@ -74,7 +77,34 @@ internal sealed class PoolsScenario(BenchOptions options)
                 Console.WriteLine(table);
             }
         }
+
+        Console.WriteLine("## pools: key ratios, its ns / ours at the median (above 1 means ours is faster)");
+        Console.WriteLine();
+        Console.WriteLine(KeyRatios(results));
     }
+
+    /// <summary>Ours against each peer at 1 and 25 workers, and the exhausted pool against one with room to spare.</summary>
+    private static string KeyRatios(List<PoolsResult> results)
+    {
+        string[] peers = results.Select(r => r.Impl).Distinct().Where(impl => impl != OurPoolUnderTest.Name).ToArray();
+        var table = new MarkdownTable(["pattern", "capacity", "workers", .. peers]);
+        foreach (PoolsResult ours in results.Where(r => r.Impl == OurPoolUnderTest.Name && r.Workers is 1 or 25))
+        {
+            table.Row([
+                ours.Pattern,
+                CellText.Count(ours.Capacity),
+                CellText.Count(ours.Workers),
+                .. peers.Select(peer => CellText.Ratio(results.FirstOrDefault(r =>
+                    r.Impl == peer && r.Pattern == ours.Pattern && r.Capacity == ours.Capacity && r.Workers == ours.Workers)?.RatioVsOurs)),
+            ]);
+        }
+
+        PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
+        return table + $"\nOurs exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.\n";
+    }
+
+    private static PoolsResult? Find(List<PoolsResult> results, string pattern, int capacity, int workers) =>
+        results.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);
 
     private static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
 }
