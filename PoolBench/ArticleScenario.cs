@@ -41,15 +41,11 @@ internal sealed class ArticleScenario(BenchOptions options)
             }
         }
 
-        Console.WriteLine($"## article: object requests, seconds per cell (median of {measurement.Iterations}, min–max){(options.Quick ? " — QUICK RUN" : "")}");
-        Console.WriteLine();
-        Console.WriteLine(TimeTable(results, rows));
-        Console.WriteLine("## article: allocated bytes per request (median)");
-        Console.WriteLine();
-        Console.WriteLine(BytesTable(results, rows));
+        TimeTable(results, rows).Print($"article: object requests, seconds per cell (median of {measurement.Iterations}, min–max){options.QuickLabel}");
+        BytesTable(results, rows).Print($"article: allocated bytes per request (median){options.QuickLabel}");
     }
 
-    private static string TimeTable(List<ArticleResult> results, int[] rows)
+    private static MarkdownTable TimeTable(List<ArticleResult> results, int[] rows)
     {
         var table = new MarkdownTable(["requests", .. s_modes, "pool speed-up, 1 thread", "pool speed-up, 25 tasks"]);
         foreach (int requests in rows)
@@ -63,10 +59,10 @@ internal sealed class ArticleScenario(BenchOptions options)
             ]);
         }
 
-        return table.ToString();
+        return table;
     }
 
-    private static string BytesTable(List<ArticleResult> results, int[] rows)
+    private static MarkdownTable BytesTable(List<ArticleResult> results, int[] rows)
     {
         var table = new MarkdownTable(["requests", .. s_modes]);
         foreach (int requests in rows)
@@ -74,7 +70,7 @@ internal sealed class ArticleScenario(BenchOptions options)
             table.Row([CellText.Count(requests), .. results.Where(r => r.Requests == requests).Select(r => CellText.Number(r.BytesPerRequest))]);
         }
 
-        return table.ToString();
+        return table;
     }
 
     private static RunResult RunOnce(string mode, int requests)

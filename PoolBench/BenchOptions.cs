@@ -34,6 +34,9 @@ internal sealed class BenchOptions
     public double? Seconds { get; init; }
     public int? Idle { get; init; }
 
+    /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
+    public string QuickLabel => Quick ? " — QUICK RUN" : "";
+
     public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
 
     /// <summary>Parses the arguments; throws <see cref="ArgumentException"/> with a one-line reason.</summary>

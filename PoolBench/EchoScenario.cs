@@ -41,9 +41,7 @@ internal sealed class EchoScenario(BenchOptions options)
                     }
                 }
 
-                Console.WriteLine($"## echo: {protocol.ToUpperInvariant()}, {Measured.TotalSeconds:0.##} s per cell after {WarmUp.TotalSeconds:0.##} s warm-up (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){(options.Quick ? " — QUICK RUN" : "")}");
-                Console.WriteLine();
-                Console.WriteLine(table);
+                table.Print($"echo: {protocol.ToUpperInvariant()}, {Measured.TotalSeconds:0.##} s per cell after {WarmUp.TotalSeconds:0.##} s warm-up (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){options.QuickLabel}");
             }
 
             int idle = IdleConnectionCount;
@@ -131,9 +129,7 @@ internal sealed class EchoScenario(BenchOptions options)
                 CellText.Number(result.HeapDeltaMib));
         }
 
-        Console.WriteLine($"## echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (managed heap after a full GC; for ours it includes the client's sockets){(options.Quick ? " — QUICK RUN" : "")}");
-        Console.WriteLine();
-        Console.WriteLine(table);
+        table.Print($"echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (managed heap after a full GC; for ours it includes the client's sockets){options.QuickLabel}");
     }
 
     private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)

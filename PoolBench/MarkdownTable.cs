@@ -18,6 +18,14 @@ internal sealed class MarkdownTable(params string[] headers)
         return this;
     }
 
+    /// <summary>Writes the table to stdout under a second-level heading.</summary>
+    public void Print(string title)
+    {
+        Console.WriteLine($"## {title}");
+        Console.WriteLine();
+        Console.WriteLine(this);
+    }
+
     public override string ToString()
     {
         var widths = new int[headers.Length];

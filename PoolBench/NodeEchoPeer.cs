@@ -7,7 +7,8 @@ namespace PoolBench;
 
 /// <summary>
 /// The Node.js echo server of <c>peers/echo-server.js</c>, run as a child process on free ports of
-/// 127.0.0.1. It is ready when it prints its ports; disposing it kills the process.
+/// 127.0.0.1. It is ready when it prints its ports; disposing it kills the process, and the
+/// script exits by itself when its standard input closes, should this process die first.
 /// </summary>
 internal sealed class NodeEchoPeer : IEchoServer
 {
@@ -33,7 +34,7 @@ internal sealed class NodeEchoPeer : IEchoServer
     public static async Task<NodeEchoPeer> StartAsync()
     {
         string script = Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js");
-        var start = new ProcessStartInfo("node") { RedirectStandardOutput = true, UseShellExecute = false };
+        var start = new ProcessStartInfo("node") { RedirectStandardInput = true, RedirectStandardOutput = true, UseShellExecute = false };
         start.ArgumentList.Add(script);
         start.ArgumentList.Add("0");
         start.ArgumentList.Add("127.0.0.1");

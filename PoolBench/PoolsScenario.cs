@@ -72,19 +72,18 @@ internal sealed class PoolsScenario(BenchOptions options)
                     }
                 }
 
-                Console.WriteLine($"## pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; vs ours = its ns / ours, above 1 means ours is faster){(options.Quick ? " — QUICK RUN" : "")}");
-                Console.WriteLine();
-                Console.WriteLine(table);
+                table.Print($"pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
             }
         }
 
-        Console.WriteLine("## pools: key ratios, its ns / ours at the median (above 1 means ours is faster)");
+        KeyRatios(results).Print($"pools: key ratios, its ns / ours at the median (above 1 means ours is faster){options.QuickLabel}");
+        PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
+        Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
         Console.WriteLine();
-        Console.WriteLine(KeyRatios(results));
     }
 
-    /// <summary>Ours against each peer at 1 and 25 workers, and the exhausted pool against one with room to spare.</summary>
-    private static string KeyRatios(List<PoolsResult> results)
+    /// <summary>Ours against each peer at 1 and 25 workers.</summary>
+    private static MarkdownTable KeyRatios(List<PoolsResult> results)
     {
         string[] peers = results.Select(r => r.Impl).Distinct().Where(impl => impl != OurPoolUnderTest.Name).ToArray();
         var table = new MarkdownTable(["pattern", "capacity", "workers", .. peers]);
@@ -99,8 +98,7 @@ internal sealed class PoolsScenario(BenchOptions options)
             ]);
         }
 
-        PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
-        return table + $"\nOurs exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.\n";
+        return table;
     }
 
     private static PoolsResult? Find(List<PoolsResult> results, string pattern, int capacity, int workers) =>

@@ -6,6 +6,12 @@ LogManager.Setup().LoadConfiguration(builder =>
     builder.ForLogger().FilterMinLevel(NLog.LogLevel.Info).WriteToConsole("${date:format=HH\\:mm\\:ss} ${message}${onexception: ${exception}}", stderr: true));
 Logger log = LogManager.GetLogger("PoolBench");
 
+if (args is ["--help"] or ["-h"])
+{
+    Console.WriteLine(BenchOptions.Usage);
+    return 0;
+}
+
 BenchOptions options;
 try
 {

@@ -1,7 +1,8 @@
 'use strict';
 // RFC 862 echo over TCP and UDP: the peer server PoolBench loads beside ours.
 // usage: node echo-server.js [port] [address]; port 0 (the default) picks free ports.
-// When both listen it prints one line: {"tcp":PORT,"udp":PORT}.
+// When both listen it prints one line: {"tcp":PORT,"udp":PORT}. It exits when its standard
+// input closes, so it never outlives the benchmark that started it.
 const net = require('net');
 const dgram = require('dgram');
 
@@ -16,6 +17,9 @@ const tcp = net.createServer({ noDelay: true }, (socket) => {
 const udp = dgram.createSocket(address.includes(':') ? 'udp6' : 'udp4');
 udp.on('message', (message, sender) => udp.send(message, sender.port, sender.address));
 udp.on('error', (error) => console.error(`udp: ${error.message}`));
+
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();
 
 tcp.listen(port, address, () => {
   udp.bind(port, address, () => {
