@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using PoolLib;
 
 namespace SocketServers;
 
@@ -22,7 +23,7 @@ public abstract class EchoServer : IAsyncDisposable
     private readonly CancellationTokenSource _stopping = new();
     private readonly TimeSpan _stopGracePeriod;
 
-    // Guarded by _gate. _state only moves forward, except a failed start that goes back to Created.
+    // Guarded by _gate. _state only moves forward; a failed start leaves it Created.
     private State _state;
     private Task? _stopTask;
     private bool _disposed;
@@ -45,7 +46,6 @@ public abstract class EchoServer : IAsyncDisposable
     private enum State
     {
         Created,
-        Starting,
         Running,
         Stopping,
         Stopped,
@@ -115,33 +115,15 @@ public abstract class EchoServer : IAsyncDisposable
         cancellationToken.ThrowIfCancellationRequested();
         lock (_gate)
         {
+            // Binding under the lock keeps a concurrent stop or dispose from seeing a half-started server;
+            // the loops StartCore starts run on the thread pool and never wait for this lock.
             ObjectDisposedException.ThrowIf(_disposed, this);
             if (_state != State.Created)
             {
                 throw new InvalidOperationException($"The {ProtocolName} echo server has already been started; a server starts once.");
             }
 
-            _state = State.Starting;
-        }
-
-        IPEndPoint bound;
-        try
-        {
-            bound = StartCore();
-        }
-        catch
-        {
-            lock (_gate)
-            {
-                _state = State.Created;
-            }
-
-            throw;
-        }
-
-        lock (_gate)
-        {
-            _localEndPoint = bound;
+            _localEndPoint = StartCore();
             _state = State.Running;
         }
 
@@ -244,13 +226,48 @@ public abstract class EchoServer : IAsyncDisposable
     /// <summary>Last stop step: close the sockets and wait until every args is back in the pool.</summary>
     private protected abstract Task CloseAsync();
 
-    /// <summary>Wraps a bind failure into the exception <see cref="StartAsync"/> documents.</summary>
-    private protected IOException BindFailed(IPEndPoint endPoint, SocketException exception)
+    /// <summary>Creates this server's socket bound to <paramref name="endPoint"/>, listening when
+    /// <paramref name="listenBacklog"/> is positive; a failure leaves nothing open, and a bind failure
+    /// becomes the exception <see cref="StartAsync"/> documents.</summary>
+    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0)
     {
-        string reason = exception.SocketErrorCode == SocketError.AddressAlreadyInUse
-            ? "the address is already in use"
-            : exception.Message;
-        return new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", exception);
+        var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
+        try
+        {
+            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
+            socket.Bind(endPoint);
+            if (listenBacklog > 0)
+            {
+                socket.Listen(listenBacklog);
+            }
+
+            return socket;
+        }
+        catch (SocketException ex)
+        {
+            socket.Dispose();
+            string reason = ex.SocketErrorCode == SocketError.AddressAlreadyInUse ? "the address is already in use" : ex.Message;
+            throw new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", ex);
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+    }
+
+    /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
+    /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>
+    private protected async ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync()
+    {
+        try
+        {
+            return await Pool.TakeSlotAsync(StoppingToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            return null;
+        }
     }
 
     private protected void CountEcho(int bytes)

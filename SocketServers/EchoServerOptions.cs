@@ -1,4 +1,5 @@
 using System.Net;
+using System.Runtime.CompilerServices;
 
 namespace SocketServers;
 
@@ -38,12 +39,7 @@ public abstract class EchoServerOptions
     public int Port
     {
         get => _port;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfNegative(value, nameof(Port));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, IPEndPoint.MaxPort, nameof(Port));
-            _port = value;
-        }
+        set => _port = CheckRange(value, 0, IPEndPoint.MaxPort);
     }
 
     /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish before it closes
@@ -61,4 +57,13 @@ public abstract class EchoServerOptions
     }
 
     internal IPEndPoint EndPoint => new(Address, Port);
+
+    /// <summary>A setter's range check; the exception names the property.</summary>
+    /// <returns><paramref name="value"/>, when it is within <paramref name="min"/> to <paramref name="max"/>.</returns>
+    private protected static int CheckRange(int value, int min, int max, [CallerMemberName] string property = "")
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(value, min, property);
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(value, max, property);
+        return value;
+    }
 }

@@ -149,8 +149,17 @@ public sealed class HostOptions
         MaxDatagramSize = Math.Min(BufferSize, UdpEchoServerOptions.MaxDatagramSizeLimit),
     };
 
-    private static bool TryParseInt(string value, int min, int max, out int result)
-        => int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out result) && result >= min && result <= max;
+    /// <returns>null when <paramref name="value"/> is a whole number from min to max, now stored, else the error line.</returns>
+    private static string? SetInt(string name, string value, int min, int max, Action<int> store)
+    {
+        if (!int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int number) || number < min || number > max)
+        {
+            return $"'{name}' expects a whole number from {min} to {max}, not '{value}'.";
+        }
+
+        store(number);
+        return null;
+    }
 
     /// <returns>null when the value is valid and stored, else the error line.</returns>
     private string? SetValue(string name, string value)
@@ -166,29 +175,11 @@ public sealed class HostOptions
                 Address = address;
                 return null;
             case "--port":
-                if (!TryParseInt(value, 0, IPEndPoint.MaxPort, out int port))
-                {
-                    return $"'--port' expects a whole number from 0 to {IPEndPoint.MaxPort}, not '{value}'.";
-                }
-
-                Port = port;
-                return null;
+                return SetInt(name, value, 0, IPEndPoint.MaxPort, port => Port = port);
             case "--max-connections":
-                if (!TryParseInt(value, 1, TcpEchoServerOptions.MaxConnectionsLimit, out int maxConnections))
-                {
-                    return $"'--max-connections' expects a whole number from 1 to {TcpEchoServerOptions.MaxConnectionsLimit}, not '{value}'.";
-                }
-
-                MaxConnections = maxConnections;
-                return null;
+                return SetInt(name, value, 1, TcpEchoServerOptions.MaxConnectionsLimit, limit => MaxConnections = limit);
             case "--buffer-size":
-                if (!TryParseInt(value, 1, TcpEchoServerOptions.MaxBufferSize, out int bufferSize))
-                {
-                    return $"'--buffer-size' expects a whole number of bytes from 1 to {TcpEchoServerOptions.MaxBufferSize}, not '{value}'.";
-                }
-
-                BufferSize = bufferSize;
-                return null;
+                return SetInt(name, value, 1, TcpEchoServerOptions.MaxBufferSize, size => BufferSize = size);
             default:
                 if (!double.TryParse(value, NumberStyles.AllowDecimalPoint, CultureInfo.InvariantCulture, out double seconds)
                     || !(seconds == 0 || (seconds >= 0.001 && seconds <= MaxIdleTimeoutSeconds)))

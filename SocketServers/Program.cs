@@ -62,7 +62,7 @@ internal static class Program
             foreach (EchoServer server in servers)
             {
                 await server.StartAsync().ConfigureAwait(false);
-                Console.WriteLine($"{server.Protocol.ToString().ToLowerInvariant()} echo listening on {server.LocalEndPoint}");
+                Console.WriteLine($"{(server is TcpEchoServer ? "tcp" : "udp")} echo listening on {server.LocalEndPoint}");
             }
 
             Console.WriteLine("Press Ctrl+C to stop.");
@@ -72,9 +72,9 @@ internal static class Program
             foreach (EchoServer server in servers)
             {
                 EchoServerCounters c = server.Counters;
-                Console.WriteLine(
-                    $"{server.Protocol.ToString().ToLowerInvariant()}: {c.TotalConnections} connections (peak {c.PeakConnections}), "
-                    + $"{c.MessagesEchoed} messages and {c.BytesEchoed} bytes echoed, {c.Drops} drops");
+                Console.WriteLine(server is TcpEchoServer
+                    ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections"
+                    : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
             }
 
             return ExitOk;

@@ -17,13 +17,8 @@ public sealed partial class TcpEchoServer
         {
             while (!stopping.IsCancellationRequested)
             {
-                PoolSlot<SocketAsyncEventArgs> slot;
-                try
-                {
-                    // At MaxConnections this waits until a connection ends; the backlog holds new clients.
-                    slot = await Pool.TakeSlotAsync(stopping).ConfigureAwait(false);
-                }
-                catch (OperationCanceledException)
+                // At MaxConnections this waits until a connection ends; the backlog holds new clients.
+                if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
                 {
                     break;
                 }

@@ -70,24 +70,7 @@ public sealed partial class TcpEchoServer : EchoServer
 
     private protected override IPEndPoint StartCore()
     {
-        var listener = new Socket(_endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-        try
-        {
-            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
-            listener.Bind(_endPoint);
-            listener.Listen(_listenBacklog);
-        }
-        catch (SocketException ex)
-        {
-            listener.Dispose();
-            throw BindFailed(_endPoint, ex);
-        }
-        catch
-        {
-            listener.Dispose();
-            throw;
-        }
-
+        Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
         _listener = listener;
         _acceptLoop = AcceptLoopAsync(listener);
@@ -101,7 +84,7 @@ public sealed partial class TcpEchoServer : EchoServer
             bound,
             Pool.MaxCapacity,
             Pool.BufferSize,
-            _idleTimeout);
+            _idleTimeout == Timeout.InfiniteTimeSpan ? "none" : $"{_idleTimeout.TotalSeconds} s");
         return bound;
     }
 

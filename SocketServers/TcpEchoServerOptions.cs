@@ -25,12 +25,7 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     public int MaxConnections
     {
         get => _maxConnections;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxConnections));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxConnectionsLimit, nameof(MaxConnections));
-            _maxConnections = value;
-        }
+        set => _maxConnections = CheckRange(value, 1, MaxConnectionsLimit);
     }
 
     /// <summary>The per-connection buffer in bytes, 1 to <see cref="MaxBufferSize"/>; 8192 by default.
@@ -39,12 +34,7 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     public int BufferSize
     {
         get => _bufferSize;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(BufferSize));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxBufferSize, nameof(BufferSize));
-            _bufferSize = value;
-        }
+        set => _bufferSize = CheckRange(value, 1, MaxBufferSize);
     }
 
     /// <summary>How long a connection may go without receiving or sending anything before the server
@@ -74,10 +64,6 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     public int ListenBacklog
     {
         get => _listenBacklog;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(ListenBacklog));
-            _listenBacklog = value;
-        }
+        set => _listenBacklog = CheckRange(value, 1, int.MaxValue);
     }
 }

@@ -69,23 +69,7 @@ public sealed class UdpEchoServer : EchoServer
 
     private protected override IPEndPoint StartCore()
     {
-        var socket = new Socket(_endPoint.AddressFamily, SocketType.Dgram, ProtocolType.Udp);
-        try
-        {
-            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
-            socket.Bind(_endPoint);
-        }
-        catch (SocketException ex)
-        {
-            socket.Dispose();
-            throw BindFailed(_endPoint, ex);
-        }
-        catch
-        {
-            socket.Dispose();
-            throw;
-        }
-
+        Socket socket = BindSocket(_endPoint);
         var bound = (IPEndPoint)socket.LocalEndPoint!;
         _socket = socket;
         _replies = new ActionBlock<PooledSocketArgs>(
@@ -143,12 +127,7 @@ public sealed class UdpEchoServer : EchoServer
         {
             while (!stopping.IsCancellationRequested)
             {
-                PoolSlot<SocketAsyncEventArgs> slot;
-                try
-                {
-                    slot = await Pool.TakeSlotAsync(stopping).ConfigureAwait(false);
-                }
-                catch (OperationCanceledException)
+                if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
                 {
                     break;
                 }

@@ -18,12 +18,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     public int MaxDatagramSize
     {
         get => _maxDatagramSize;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxDatagramSize));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxDatagramSizeLimit, nameof(MaxDatagramSize));
-            _maxDatagramSize = value;
-        }
+        set => _maxDatagramSize = CheckRange(value, 1, MaxDatagramSizeLimit);
     }
 
     /// <summary>How many receives are outstanding at once, 1 to 256; 4 by default.</summary>
@@ -31,12 +26,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     public int ConcurrentReceives
     {
         get => _concurrentReceives;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(ConcurrentReceives));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, 256, nameof(ConcurrentReceives));
-            _concurrentReceives = value;
-        }
+        set => _concurrentReceives = CheckRange(value, 1, 256);
     }
 
     /// <summary>How many received datagrams may wait for their reply, 1 to 65536; 256 by default. When
@@ -45,11 +35,6 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     public int MaxPendingDatagrams
     {
         get => _maxPendingDatagrams;
-        set
-        {
-            ArgumentOutOfRangeException.ThrowIfLessThan(value, 1, nameof(MaxPendingDatagrams));
-            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, 65536, nameof(MaxPendingDatagrams));
-            _maxPendingDatagrams = value;
-        }
+        set => _maxPendingDatagrams = CheckRange(value, 1, 65536);
     }
 }

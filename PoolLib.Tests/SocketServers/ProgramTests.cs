@@ -75,8 +75,8 @@ public sealed class ProgramTests
             string rest = await host.StandardOutput.ReadToEndAsync(cancellationToken);
 
             Assert.That(host.ExitCode, Is.Zero);
-            Assert.That(rest, Does.Contain("tcp: 1 connections").And.Contain("5000 bytes echoed"));
-            Assert.That(rest, Does.Contain("udp: 0 connections (peak 0), 1 messages and 4 bytes echoed"));
+            Assert.That(rest, Does.Contain("tcp: 1 connections (peak 1)").And.Contain("5000 bytes echoed, 0 dropped connections"));
+            Assert.That(rest, Does.Contain("udp: 1 datagrams and 4 bytes echoed, 0 dropped datagrams"));
         }
         finally
         {

@@ -142,8 +142,7 @@ public sealed class TcpEchoServerTests
         await WaitForIdleAsync(server, cancellationToken);
 
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
-        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
-        await WaitForIdleAsync(server, cancellationToken);
+        await AssertStillServesAsync(server, cancellationToken);
     }
 
     [Test]
@@ -164,7 +163,7 @@ public sealed class TcpEchoServerTests
         Assert.That(echoed.AsSpan().SequenceEqual(data), Is.True, "every byte echoed in order, then end of stream");
         await WaitForIdleAsync(server, cancellationToken);
         Assert.That(server.Counters.Drops, Is.Zero);
-        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
+        await AssertStillServesAsync(server, cancellationToken);
     }
 
     [Test]
@@ -179,8 +178,7 @@ public sealed class TcpEchoServerTests
         Assert.That(received, Is.Zero, "the server closed the idle connection");
         await WaitForIdleAsync(server, cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
-        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
-        await WaitForIdleAsync(server, cancellationToken);
+        await AssertStillServesAsync(server, cancellationToken);
     }
 
     [Test]
@@ -324,6 +322,13 @@ public sealed class TcpEchoServerTests
         => Poll.UntilAsync(
             () => server.Counters is { CurrentConnections: 0 } counters && counters.PoolAvailableCount == counters.PoolTotalCount - 1,
             cancellationToken);
+
+    /// <summary>A new client gets its echo, and afterwards the pool is back to its baseline.</summary>
+    private static async Task AssertStillServesAsync(TcpEchoServer server, CancellationToken cancellationToken)
+    {
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 1000, cancellationToken);
+        await WaitForIdleAsync(server, cancellationToken);
+    }
 
     /// <summary>Sends and checks echoes until the server closes the connection.</summary>
     private static async Task EchoUntilClosedAsync(IPEndPoint endPoint, CountdownEvent started, CancellationToken cancellationToken)
