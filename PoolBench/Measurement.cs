@@ -32,7 +32,7 @@ internal sealed class Measurement(int warmups, int iterations, TimeSpan targetIt
     }
 
     /// <summary>
-    /// Measures a cell whose size is free: doubles the operation count from <paramref name="minimum"/>
+    /// Measures a cell whose size is free: multiplies the operation count by four from <paramref name="minimum"/>
     /// until one run takes a quarter of the target iteration time, scales it to the target, then runs.
     /// </summary>
     public Sample RunCalibrated(long minimum, Func<long, RunResult> run)

@@ -39,36 +39,25 @@ internal sealed class PoolsScenario(BenchOptions options)
                     {
                         using IPoolUnderTest pool = create(capacity);
                         int held = pattern == RentalPattern.Short ? 1 : Math.Max(1, capacity / workers);
-                        s_log.Info("pools: {0}, {1} rental, capacity {2}, {3} worker(s)", pool.Impl, Name(pattern), capacity, workers);
-                        Sample sample;
-                        try
+                        PoolsResult? result = MeasureCell(report, measurement, pool, pattern, capacity, workers, held, oursNs);
+                        if (result is null)
                         {
-                            var rentals = new RentalWorkers(pool, pattern, workers, held);
-                            sample = measurement.RunCalibrated(16L * workers * held, rentals.Run);
-                        }
-                        catch (Exception e) when (e is TimeoutException or InvalidOperationException)
-                        {
-                            report.Fail($"pools: {pool.Impl}, {Name(pattern)}, capacity {capacity}, {workers} workers: {e.Message} {e.InnerException?.Message}");
                             table.Row(CellText.Count(workers), pool.Impl, CellText.Count(held), "FAILED", "", "", "", "");
                             continue;
                         }
 
-                        oursNs ??= pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : null;
-                        double? ratio = sample.MedianNs / oursNs;
-                        var result = new PoolsResult(
-                            pool.Impl, Name(pattern), capacity, workers, held, sample.MedianNs, sample.MinNs, sample.MaxNs,
-                            sample.BytesPerOp, sample.Mops, ratio, sample.OperationsPerIteration, sample.Iterations);
+                        oursNs ??= result.Impl == OurPoolUnderTest.Name ? result.NsPerOp : null;
                         results.Add(result);
                         report.Add(result);
                         table.Row(
                             CellText.Count(workers),
-                            pool.Impl,
+                            result.Impl,
                             CellText.Count(held),
-                            CellText.Number(sample.MedianNs),
-                            CellText.Spread(sample.MinNs, sample.MaxNs, v => CellText.Number(v)),
-                            CellText.Number(sample.Mops, 2),
-                            CellText.Number(sample.BytesPerOp, 2),
-                            CellText.Ratio(ratio));
+                            CellText.Number(result.NsPerOp),
+                            CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
+                            CellText.Number(result.Mops, 2),
+                            CellText.Number(result.BytesPerOp, 2),
+                            CellText.Ratio(result.RatioVsOurs));
                     }
                 }
 
@@ -80,6 +69,27 @@ internal sealed class PoolsScenario(BenchOptions options)
         PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
         Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
         Console.WriteLine();
+    }
+
+    /// <summary>Measures one implementation in one cell; null, with the failure reported, when a worker failed or hung.</summary>
+    private static PoolsResult? MeasureCell(
+        BenchReport report, Measurement measurement, IPoolUnderTest pool, RentalPattern pattern, int capacity, int workers, int held, double? oursNs)
+    {
+        s_log.Info("pools: {0}, {1} rental, capacity {2}, {3} worker(s)", pool.Impl, Name(pattern), capacity, workers);
+        try
+        {
+            var rentals = new RentalWorkers(pool, pattern, workers, held);
+            Sample sample = measurement.RunCalibrated(16L * workers * held, rentals.Run);
+            double? baseline = pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : oursNs;
+            return new PoolsResult(
+                pool.Impl, Name(pattern), capacity, workers, held, sample.MedianNs, sample.MinNs, sample.MaxNs,
+                sample.BytesPerOp, sample.Mops, sample.MedianNs / baseline, sample.OperationsPerIteration, sample.Iterations);
+        }
+        catch (Exception e) when (e is TimeoutException or InvalidOperationException)
+        {
+            report.Fail($"pools: {pool.Impl}, {Name(pattern)}, capacity {capacity}, {workers} workers: {e.Message} {e.InnerException?.Message}");
+            return null;
+        }
     }
 
     /// <summary>Ours against each peer at 1 and 25 workers.</summary>
