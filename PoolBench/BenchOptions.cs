@@ -11,7 +11,8 @@ internal sealed class BenchOptions
           --json PATH             also write the results as one JSON document
           echo only:
           --target HOST:PORT      load an echo server that is already running (TCP and UDP on that port)
-          --server ours|peer|all  start our in-process server, the Node.js peer, or both (default: all)
+          --server S[,S..]        servers to start: ours (in this process), ours-process (our host as a
+                                  child process), peer (the Node.js server), all = ours,peer (default: all)
           --protocol tcp|udp|both (default: both)
           --connections N[,N..]   TCP connections or UDP senders (default: TCP 100, UDP 8,100)
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
@@ -50,7 +51,8 @@ internal sealed class BenchOptions
         string scenario = args[0];
         bool quick = false;
         string? json = null, target = null;
-        string? server = null, protocol = null;
+        IReadOnlyList<string>? servers = null;
+        string? protocol = null;
         IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
         double? seconds = null;
         int? idle = null;
@@ -73,7 +75,7 @@ internal sealed class BenchOptions
             {
                 case "--json": json = value; break;
                 case "--target": target = value; break;
-                case "--server": server = OneOf(name, value, "ours", "peer", "all"); break;
+                case "--server": servers = ServerList(name, value); break;
                 case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
                 case "--connections": connections = PositiveList(name, value); break;
                 case "--size": sizes = PositiveList(name, value); break;
@@ -90,12 +92,7 @@ internal sealed class BenchOptions
             Quick = quick,
             JsonPath = json,
             Target = target,
-            Servers = (server, target) switch
-            {
-                ("all", _) or (null, null) => ["ours", "peer"],
-                (null, _) => [],
-                _ => [server],
-            },
+            Servers = servers ?? (target is null ? ["ours", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
             Connections = connections,
             Sizes = sizes ?? [32],
@@ -107,6 +104,12 @@ internal sealed class BenchOptions
 
     private static string OneOf(string name, string value, params string[] allowed) =>
         allowed.Contains(value) ? value : throw new ArgumentException($"{name} must be one of {string.Join('|', allowed)}, not '{value}'");
+
+    private static string[] ServerList(string name, string value) =>
+        value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
+            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "all") == "all" ? ["ours", "peer"] : new[] { server })
+            .Distinct()
+            .ToArray();
 
     private static int[] PositiveList(string name, string value)
     {

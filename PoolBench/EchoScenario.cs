@@ -81,7 +81,8 @@ internal sealed class EchoScenario(BenchOptions options)
                 servers.Add(server switch
                 {
                     "ours" => await OurEchoServer.StartAsync(MaxConnections(), options.Sizes.Max()).ConfigureAwait(false),
-                    "peer" => await NodeEchoPeer.StartAsync().ConfigureAwait(false),
+                    "ours-process" => await ChildEchoServer.StartOursAsync(MaxConnections(), Math.Max(8192, options.Sizes.Max())).ConfigureAwait(false),
+                    "peer" => await ChildEchoServer.StartNodeAsync().ConfigureAwait(false),
                     _ => throw new ArgumentException($"unknown server '{server}'"),
                 });
             }
@@ -108,7 +109,7 @@ internal sealed class EchoScenario(BenchOptions options)
 
     private async Task RunIdleAsync(BenchReport report, List<IEchoServer> servers, int idle)
     {
-        var table = new MarkdownTable("server", "connections", "connected", "echoed", "errors", "heap MiB", "heap growth MiB");
+        var table = new MarkdownTable("server", "connections", "connected", "echoed", "errors", "heap MiB", "heap growth MiB", "server process MiB");
         foreach (IEchoServer server in servers)
         {
             s_log.Info("echo: {0}, {1} idle TCP connections for {2} s", server.Name, idle, Measured.TotalSeconds);
@@ -126,10 +127,11 @@ internal sealed class EchoScenario(BenchOptions options)
                 CellText.Count(result.Echoed),
                 CellText.Count(result.Errors),
                 CellText.Number(result.HeapMib),
-                CellText.Number(result.HeapDeltaMib));
+                CellText.Number(result.HeapDeltaMib),
+                CellText.Optional(result.ServerProcessMib));
         }
 
-        table.Print($"echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (managed heap after a full GC; for ours it includes the client's sockets){options.QuickLabel}");
+        table.Print($"echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (this process's managed heap after a full GC, which for ours includes the client's sockets; a child server's resident memory){options.QuickLabel}");
     }
 
     private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)

@@ -14,4 +14,7 @@ internal interface IEchoServer : IAsyncDisposable
 
     /// <summary>True when the server runs in this process, so its allocations can be counted.</summary>
     bool InProcess { get; }
+
+    /// <summary>The resident memory of the server's own process in MiB, where it has one and it can be read.</summary>
+    double? ProcessMemoryMib { get; }
 }

@@ -7,7 +7,8 @@ namespace PoolBench;
 /// on every one of them and checks each echo: a server that holds many idle clients must still
 /// serve all of them. The managed heap is read after a full collection before connecting and
 /// while holding; for a server in this process it includes the client's own sockets, which the
-/// same check against an out-of-process server measures alone. Connecting and echoing each have
+/// same check against an out-of-process server measures alone; for a server in a child process,
+/// that process's resident memory is read while holding. Connecting and echoing each have
 /// a time limit, after which the sockets are closed and whatever is unfinished counts as failed.
 /// </summary>
 internal sealed class IdleConnections(IEchoServer server, int count, int size, TimeSpan hold)
@@ -35,11 +36,12 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
             int open = sockets.Count(s => s.Connected);
             await Task.Delay(hold).ConfigureAwait(false);
             long heapHolding = GC.GetTotalMemory(forceFullCollection: true);
+            double? serverMemory = server.ProcessMemoryMib;
             var pattern = new MessagePattern(size);
             bool[] echoed = await WithinLimitAsync(sockets, sockets.Select((s, i) => EchoOnceAsync(s, pattern, i))).ConfigureAwait(false);
             int good = echoed.Count(ok => ok);
             errors += open - good;
-            return new IdleResult(server.Name, count, open, good, errors, heapHolding / 1048576.0, (heapHolding - heapBefore) / 1048576.0, hold.TotalSeconds);
+            return new IdleResult(server.Name, count, open, good, errors, heapHolding / 1048576.0, (heapHolding - heapBefore) / 1048576.0, serverMemory, hold.TotalSeconds);
         }
         finally
         {

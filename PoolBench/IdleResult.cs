@@ -9,6 +9,7 @@ internal sealed record IdleResult(
     long Errors,
     double HeapMib,
     double HeapDeltaMib,
+    double? ServerProcessMib,
     double HoldSeconds)
 {
     public string Scenario => "echo-idle";

@@ -28,6 +28,8 @@ internal sealed class OurEchoServer : IEchoServer
 
     public bool InProcess => true;
 
+    public double? ProcessMemoryMib => null;
+
     public static async Task<OurEchoServer> StartAsync(int maxConnections, int maxDatagramSize)
     {
         var tcp = new TcpEchoServer(new TcpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, MaxConnections = maxConnections });

@@ -21,6 +21,8 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public bool InProcess => false;
 
+    public double? ProcessMemoryMib => null;
+
     public static async Task<TargetEchoServer> ResolveAsync(string target)
     {
         if (IPEndPoint.TryParse(target, out IPEndPoint? endPoint) && endPoint.Port != 0)

@@ -1,8 +1,9 @@
 'use strict';
 // RFC 862 echo over TCP and UDP: the peer server PoolBench loads beside ours.
 // usage: node echo-server.js [port] [address]; port 0 (the default) picks free ports.
-// When both listen it prints one line: {"tcp":PORT,"udp":PORT}. It exits when its standard
-// input closes, so it never outlives the benchmark that started it.
+// When both listen it prints "tcp echo listening on ADDRESS:PORT" and the same for udp, as our
+// servers' host does. It exits when its standard input closes, so it never outlives the
+// benchmark that started it.
 const net = require('net');
 const dgram = require('dgram');
 
@@ -23,6 +24,7 @@ process.stdin.resume();
 
 tcp.listen(port, address, () => {
   udp.bind(port, address, () => {
-    console.log(JSON.stringify({ tcp: tcp.address().port, udp: udp.address().port }));
+    console.log(`tcp echo listening on ${address}:${tcp.address().port}`);
+    console.log(`udp echo listening on ${address}:${udp.address().port}`);
   });
 });
