@@ -293,6 +293,33 @@ public sealed class TcpEchoServerTests
     }
 
     [Test]
+    [CancelAfter(30_000)]
+    public async Task StopAsync_ClientNeverReads_ClosedAtEndOfGracePeriod(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromMilliseconds(200), cancellationToken);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            // The client writes far more than the socket buffers hold and reads nothing: the server's echo
+            // blocks in a send that only the end of the grace period can end.
+            Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+
+            await server.StopAsync(cancellationToken);
+
+            EchoServerCounters counters = server.Counters;
+            Assert.That(counters.CurrentConnections, Is.Zero);
+            Assert.That(counters.Drops, Is.EqualTo(1), "closed by the server, not by the client");
+            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
+            Assert.That(async () => await writer, Throws.InstanceOf<SocketException>());
+        }
+        finally
+        {
+            await server.DisposeAsync();
+        }
+    }
+
+    [Test]
     [CancelAfter(10_000)]
     public async Task DisposeAsync_Running_StopsListening(CancellationToken cancellationToken)
     {
