@@ -22,8 +22,8 @@ internal sealed record Machine(
         RuntimeInformation.FrameworkDescription,
         RuntimeInformation.ProcessArchitecture.ToString(),
         GCSettings.IsServerGC,
-        AppContext.GetData("System.GC.Concurrent") as bool? ?? GCSettings.LatencyMode != GCLatencyMode.Batch,
-        AppContext.GetData("System.Runtime.TieredPGO") as bool? ?? true,
+        GC.GetConfigurationVariables().TryGetValue("Concurrent", out object? concurrent) ? concurrent is true : GCSettings.LatencyMode != GCLatencyMode.Batch,
+        Environment.GetEnvironmentVariable("DOTNET_TieredPGO") is string pgo ? pgo != "0" : !AppContext.TryGetSwitch("System.Runtime.TieredPGO", out bool on) || on,
         IsOptimized() ? "Release" : "Debug");
 
     public string ToMarkdown() => new MarkdownTable("machine", "")
