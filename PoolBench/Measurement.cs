@@ -8,7 +8,7 @@ namespace PoolBench;
 internal sealed class Measurement(int warmups, int iterations, TimeSpan targetIteration)
 {
     public static Measurement For(bool quick) =>
-        quick ? new Measurement(1, 3, TimeSpan.FromMilliseconds(10)) : new Measurement(1, 7, TimeSpan.FromMilliseconds(100));
+        quick ? new Measurement(1, 3, TimeSpan.FromMilliseconds(20)) : new Measurement(1, 7, TimeSpan.FromMilliseconds(100));
 
     public int Iterations => iterations;
 
