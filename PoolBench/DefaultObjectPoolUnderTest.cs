@@ -6,18 +6,20 @@ namespace PoolBench;
 /// Microsoft.Extensions.ObjectPool's <see cref="DefaultObjectPool{T}"/> retaining <c>capacity</c>
 /// objects: when empty, a take creates a new object; a return beyond capacity drops the object.
 /// </summary>
-internal sealed class DefaultObjectPoolUnderTest : IPoolUnderTest
+internal readonly struct DefaultObjectPoolUnderTest : IPoolUnderTest
 {
     private readonly DefaultObjectPool<BenchItem> _pool;
 
     public DefaultObjectPoolUnderTest(int capacity)
     {
-        _pool = new DefaultObjectPool<BenchItem>(new DefaultPooledObjectPolicy<BenchItem>(), capacity);
-        BenchItem[] filling = Enumerable.Range(0, capacity).Select(_ => _pool.Get()).ToArray();
+        var pool = new DefaultObjectPool<BenchItem>(new DefaultPooledObjectPolicy<BenchItem>(), capacity);
+        BenchItem[] filling = Enumerable.Range(0, capacity).Select(_ => pool.Get()).ToArray();
         foreach (BenchItem item in filling)
         {
-            _pool.Return(item);
+            pool.Return(item);
         }
+
+        _pool = pool;
     }
 
     public string Impl => "DefaultObjectPool";

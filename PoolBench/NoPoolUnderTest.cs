@@ -1,7 +1,7 @@
 namespace PoolBench;
 
 /// <summary>No pool at all: every take is <c>new</c>, every return leaves the object to the GC.</summary>
-internal sealed class NoPoolUnderTest : IPoolUnderTest
+internal readonly struct NoPoolUnderTest : IPoolUnderTest
 {
     public string Impl => "new";
 

@@ -1,7 +1,7 @@
 namespace PoolBench;
 
 /// <summary>Our <c>Pool&lt;T&gt;</c>: when all <c>capacity</c> objects are out, a take waits for a return.</summary>
-internal sealed class OurPoolUnderTest(int capacity) : IPoolUnderTest
+internal readonly struct OurPoolUnderTest(int capacity) : IPoolUnderTest
 {
     public const string Name = "Pool<T>";
 

@@ -1,5 +1,3 @@
-using NLog;
-
 namespace PoolBench;
 
 /// <summary>
@@ -11,17 +9,9 @@ namespace PoolBench;
 /// </summary>
 internal sealed class PoolsScenario(BenchOptions options)
 {
-    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
     private static readonly int[] s_capacities = [8, 64, 1024];
     private static readonly int[] s_workers = [1, 2, 4, 25];
-    private static readonly Func<int, IPoolUnderTest>[] s_impls =
-    [
-        capacity => new OurPoolUnderTest(capacity),
-        capacity => new DefaultObjectPoolUnderTest(capacity),
-        CollectionPoolUnderTest.OverBag,
-        CollectionPoolUnderTest.OverStack,
-        _ => new NoPoolUnderTest(),
-    ];
+    private static readonly string[] s_impls = [OurPoolUnderTest.Name, "DefaultObjectPool", "ConcurrentBag", "ConcurrentStack", "new"];
 
     public void Run(BenchReport report)
     {
@@ -35,14 +25,20 @@ internal sealed class PoolsScenario(BenchOptions options)
                 foreach (int workers in s_workers)
                 {
                     double? oursNs = null;
-                    foreach (Func<int, IPoolUnderTest> create in s_impls)
+                    foreach (string impl in s_impls)
                     {
-                        using IPoolUnderTest pool = create(capacity);
-                        int held = pattern == RentalPattern.Short ? 1 : Math.Max(1, capacity / workers);
-                        PoolsResult? result = MeasureCell(report, measurement, pool, pattern, capacity, workers, held, oursNs);
+                        var cell = new PoolsCell(report, measurement, pattern, capacity, workers, oursNs);
+                        PoolsResult? result = impl switch
+                        {
+                            OurPoolUnderTest.Name => cell.Measure(new OurPoolUnderTest(capacity)),
+                            "DefaultObjectPool" => cell.Measure(new DefaultObjectPoolUnderTest(capacity)),
+                            "ConcurrentBag" => cell.Measure(new ConcurrentBagPoolUnderTest(capacity)),
+                            "ConcurrentStack" => cell.Measure(new ConcurrentStackPoolUnderTest(capacity)),
+                            _ => cell.Measure(new NoPoolUnderTest()),
+                        };
                         if (result is null)
                         {
-                            table.Row(CellText.Count(workers), pool.Impl, CellText.Count(held), "FAILED", "", "", "", "");
+                            table.Row(CellText.Count(workers), impl, CellText.Count(cell.Held), "FAILED", "", "", "", "");
                             continue;
                         }
 
@@ -52,7 +48,7 @@ internal sealed class PoolsScenario(BenchOptions options)
                         table.Row(
                             CellText.Count(workers),
                             result.Impl,
-                            CellText.Count(held),
+                            CellText.Count(result.HeldPerWorker),
                             CellText.Number(result.NsPerOp),
                             CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
                             CellText.Number(result.Mops, 2),
@@ -69,27 +65,6 @@ internal sealed class PoolsScenario(BenchOptions options)
         PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
         Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
         Console.WriteLine();
-    }
-
-    /// <summary>Measures one implementation in one cell; null, with the failure reported, when a worker failed or hung.</summary>
-    private static PoolsResult? MeasureCell(
-        BenchReport report, Measurement measurement, IPoolUnderTest pool, RentalPattern pattern, int capacity, int workers, int held, double? oursNs)
-    {
-        s_log.Info("pools: {0}, {1} rental, capacity {2}, {3} worker(s)", pool.Impl, Name(pattern), capacity, workers);
-        try
-        {
-            var rentals = new RentalWorkers(pool, pattern, workers, held);
-            Sample sample = measurement.RunCalibrated(16L * workers * held, rentals.Run);
-            double? baseline = pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : oursNs;
-            return new PoolsResult(
-                pool.Impl, Name(pattern), capacity, workers, held, sample.MedianNs, sample.MinNs, sample.MaxNs,
-                sample.BytesPerOp, sample.Mops, sample.MedianNs / baseline, sample.OperationsPerIteration, sample.Iterations);
-        }
-        catch (Exception e) when (e is TimeoutException or InvalidOperationException)
-        {
-            report.Fail($"pools: {pool.Impl}, {Name(pattern)}, capacity {capacity}, {workers} workers: {e.Message} {e.InnerException?.Message}");
-            return null;
-        }
     }
 
     /// <summary>Ours against each peer at 1 and 25 workers.</summary>
@@ -114,5 +89,5 @@ internal sealed class PoolsScenario(BenchOptions options)
     private static PoolsResult? Find(List<PoolsResult> results, string pattern, int capacity, int workers) =>
         results.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);
 
-    private static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
+    internal static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
 }

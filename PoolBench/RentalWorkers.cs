@@ -7,9 +7,11 @@ namespace PoolBench;
 /// the workers until all are ready; its post-phase actions read the clock and the process-wide
 /// allocation counter while every worker is parked, so thread start-up is outside the measurement.
 /// Every worker must finish all of its pairs within the timeout: a pool that loses a wake-up fails
-/// the run instead of hanging it.
+/// the run instead of hanging it. The class is generic over the pool's struct type, so its loop is
+/// compiled once for each implementation.
 /// </summary>
-internal sealed class RentalWorkers(IPoolUnderTest pool, RentalPattern pattern, int workers, int held)
+internal sealed class RentalWorkers<TPool>(TPool pool, RentalPattern pattern, int workers, int held)
+    where TPool : struct, IPoolUnderTest
 {
     private static readonly TimeSpan s_timeout = TimeSpan.FromSeconds(60);
 
