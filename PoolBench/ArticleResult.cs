@@ -1,0 +1,14 @@
+namespace PoolBench;
+
+/// <summary>One cell of the article table, as written to JSON.</summary>
+internal sealed record ArticleResult(
+    int Requests,
+    string Mode,
+    double Seconds,
+    double SecondsMin,
+    double SecondsMax,
+    double BytesPerRequest,
+    int Iterations)
+{
+    public string Scenario => "article";
+}

@@ -1,0 +1,20 @@
+using PoolLib;
+
+namespace PoolBench;
+
+/// <summary>Our pool for <see cref="BenchItem"/>, filled to capacity up front like the peers are.</summary>
+internal sealed class BenchItemPool : Pool<BenchItem>
+{
+    public BenchItemPool(int capacity)
+        : base(capacity)
+    {
+        if (!TryAllocatePush(capacity))
+        {
+            throw new InvalidOperationException($"could not pre-fill the pool with {capacity} objects");
+        }
+    }
+
+    protected override BenchItem ObjectConstructor() => new();
+
+    protected override void HoldSlotInObject(BenchItem item, PoolSlot<BenchItem> slot) => item.Slot = slot;
+}

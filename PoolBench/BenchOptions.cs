@@ -1,0 +1,131 @@
+using System.Globalization;
+
+namespace PoolBench;
+
+/// <summary>The parsed command line: which scenario to run and how big to make it.</summary>
+internal sealed class BenchOptions
+{
+    public const string Usage = """
+        usage: PoolBench <article|pools|echo|all> [options]
+          --quick                 shrink every scenario to seconds (CI smoke run)
+          --json PATH             also write the results as one JSON document
+          echo only:
+          --target HOST:PORT      load an echo server that is already running (TCP and UDP on that port)
+          --server S[,S..]        servers to start: ours (in this process), ours-process (our host as a
+                                  child process), peer (the Node.js server), all = ours,peer (default: all)
+          --protocol tcp|udp|both (default: both)
+          --connections N[,N..]   TCP connections or UDP senders (default: TCP 100, UDP 8,100)
+          --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
+          --pipeline K[,K..]      messages in flight per connection, 1 is ping-pong (default: TCP 1,100, UDP 1)
+          --seconds S             measured seconds per cell (default: 5, quick: 1)
+          --idle N                TCP connections held idle, then echoed once each; 0 skips (default: 1000, quick: 50)
+        """;
+
+    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all"];
+
+    public required string Scenario { get; init; }
+    public bool Quick { get; init; }
+    public string? JsonPath { get; init; }
+    public string? Target { get; init; }
+    public IReadOnlyList<string> Servers { get; init; } = [];
+    public IReadOnlyList<string> Protocols { get; init; } = ["tcp", "udp"];
+    public IReadOnlyList<int>? Connections { get; init; }
+    public IReadOnlyList<int> Sizes { get; init; } = [32];
+    public IReadOnlyList<int>? Pipelines { get; init; }
+    public double? Seconds { get; init; }
+    public int? Idle { get; init; }
+
+    /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
+    public string QuickLabel => Quick ? " — QUICK RUN" : "";
+
+    public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
+
+    /// <summary>Parses the arguments; throws <see cref="ArgumentException"/> with a one-line reason.</summary>
+    public static BenchOptions Parse(IReadOnlyList<string> args)
+    {
+        if (args.Count == 0 || !s_scenarios.Contains(args[0]))
+        {
+            throw new ArgumentException(args.Count == 0 ? "no scenario given" : $"unknown scenario '{args[0]}'");
+        }
+
+        string scenario = args[0];
+        bool quick = false;
+        string? json = null, target = null;
+        IReadOnlyList<string>? servers = null;
+        string? protocol = null;
+        IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
+        double? seconds = null;
+        int? idle = null;
+        for (int i = 1; i < args.Count; i++)
+        {
+            string name = args[i];
+            if (name == "--quick")
+            {
+                quick = true;
+                continue;
+            }
+
+            if (i + 1 >= args.Count)
+            {
+                throw new ArgumentException($"{name} needs a value");
+            }
+
+            string value = args[++i];
+            switch (name)
+            {
+                case "--json": json = value; break;
+                case "--target": target = value; break;
+                case "--server": servers = ServerList(name, value); break;
+                case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
+                case "--connections": connections = PositiveList(name, value); break;
+                case "--size": sizes = PositiveList(name, value); break;
+                case "--pipeline": pipelines = PositiveList(name, value); break;
+                case "--seconds": seconds = PositiveSeconds(name, value); break;
+                case "--idle": idle = Count(name, value); break;
+                default: throw new ArgumentException($"unknown option '{name}'");
+            }
+        }
+
+        return new BenchOptions
+        {
+            Scenario = scenario,
+            Quick = quick,
+            JsonPath = json,
+            Target = target,
+            Servers = servers ?? (target is null ? ["ours", "peer"] : []),
+            Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
+            Connections = connections,
+            Sizes = sizes ?? [32],
+            Pipelines = pipelines,
+            Seconds = seconds,
+            Idle = idle,
+        };
+    }
+
+    private static string OneOf(string name, string value, params string[] allowed) =>
+        allowed.Contains(value) ? value : throw new ArgumentException($"{name} must be one of {string.Join('|', allowed)}, not '{value}'");
+
+    private static string[] ServerList(string name, string value) =>
+        value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
+            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "all") == "all" ? ["ours", "peer"] : new[] { server })
+            .Distinct()
+            .ToArray();
+
+    private static int[] PositiveList(string name, string value)
+    {
+        int[] numbers = value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).Select(part => Count(name, part)).ToArray();
+        return numbers.Length > 0 && numbers.All(n => n > 0)
+            ? numbers
+            : throw new ArgumentException($"{name} takes positive whole numbers separated by commas, not '{value}'");
+    }
+
+    private static int Count(string name, string value) =>
+        int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int count)
+            ? count
+            : throw new ArgumentException($"{name} takes whole numbers, not '{value}'");
+
+    private static double PositiveSeconds(string name, string value) =>
+        double.TryParse(value, NumberStyles.Float, CultureInfo.InvariantCulture, out double seconds) && seconds > 0 && seconds <= 3600
+            ? seconds
+            : throw new ArgumentException($"{name} takes a number of seconds between 0 and 3600, not '{value}'");
+}

@@ -1,0 +1,274 @@
+using System.Diagnostics;
+using System.Net.Sockets;
+using NLog;
+
+namespace PoolBench;
+
+/// <summary>
+/// Loads echo servers with the same clients, cell by cell: for each protocol, connection count,
+/// message size and pipeline depth, every server in turn. A cell connects all clients, runs them
+/// through a warm-up, measures for <c>--seconds</c>, then drains the echoes still in flight. Any
+/// mismatched echo or broken connection is an error, and an error fails the whole run.
+/// </summary>
+internal sealed class EchoScenario(BenchOptions options)
+{
+    private const int MaxBytesInFlight = 1 << 20;
+    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
+    private static readonly TimeSpan s_drainTimeout = TimeSpan.FromSeconds(10);
+
+    private TimeSpan Measured => TimeSpan.FromSeconds(options.Seconds ?? (options.Quick ? 1 : 5));
+
+    private TimeSpan WarmUp => TimeSpan.FromSeconds(options.Quick ? 0.25 : 1);
+
+    public async Task RunAsync(BenchReport report)
+    {
+        List<IEchoServer> servers = await StartServersAsync(report).ConfigureAwait(false);
+        try
+        {
+            foreach (string protocol in options.Protocols)
+            {
+                var table = new MarkdownTable(
+                    "conns", "size", "pipeline", "server", "msgs/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
+                    "errors", "lost", "server B/msg", "client B/msg", "vs ours");
+                foreach (int connections in options.Connections ?? DefaultConnections(protocol))
+                {
+                    foreach (int size in options.Sizes)
+                    {
+                        foreach (int pipeline in options.Pipelines ?? DefaultPipelines(protocol))
+                        {
+                            await RunCellAsync(report, table, servers, new EchoCell(protocol, connections, size, pipeline)).ConfigureAwait(false);
+                        }
+                    }
+                }
+
+                table.Print($"echo: {protocol.ToUpperInvariant()}, {Measured.TotalSeconds:0.##} s per cell after {WarmUp.TotalSeconds:0.##} s warm-up (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){options.QuickLabel}");
+            }
+
+            int idle = IdleConnectionCount;
+            if (idle > 0 && options.Protocols.Contains("tcp"))
+            {
+                await RunIdleAsync(report, servers, idle).ConfigureAwait(false);
+            }
+        }
+        finally
+        {
+            foreach (IEchoServer server in servers)
+            {
+                await server.DisposeAsync().ConfigureAwait(false);
+            }
+        }
+    }
+
+    private IReadOnlyList<int> DefaultConnections(string protocol) =>
+        options.Quick ? [4] : protocol == "tcp" ? [100] : [8, 100];
+
+    private IReadOnlyList<int> DefaultPipelines(string protocol) =>
+        options.Quick ? [1, 4] : protocol == "tcp" ? [1, 100] : [1];
+
+    private int IdleConnectionCount => options.Idle ?? (options.Quick ? 50 : 1000);
+
+    /// <summary>Our server's connection limit: the most connections any cell or the idle check opens.</summary>
+    private int MaxConnections() =>
+        Math.Max(IdleConnectionCount, (options.Connections ?? DefaultConnections("tcp")).Max());
+
+    private async Task<List<IEchoServer>> StartServersAsync(BenchReport report)
+    {
+        var servers = new List<IEchoServer>();
+        foreach (string server in options.Servers)
+        {
+            try
+            {
+                servers.Add(server switch
+                {
+                    "ours" => await OurEchoServer.StartAsync(MaxConnections(), options.Sizes.Max()).ConfigureAwait(false),
+                    "ours-process" => await ChildEchoServer.StartOursAsync(MaxConnections(), Math.Max(8192, options.Sizes.Max())).ConfigureAwait(false),
+                    "peer" => await ChildEchoServer.StartNodeAsync().ConfigureAwait(false),
+                    _ => throw new ArgumentException($"unknown server '{server}'"),
+                });
+            }
+            catch (Exception e) when (e is InvalidOperationException or System.ComponentModel.Win32Exception or TimeoutException or ArgumentException or IOException)
+            {
+                report.Fail($"echo: could not start the {server} server: {e.Message}");
+            }
+        }
+
+        if (options.Target is not null)
+        {
+            try
+            {
+                servers.Add(await TargetEchoServer.ResolveAsync(options.Target).ConfigureAwait(false));
+            }
+            catch (Exception e) when (e is ArgumentException or SocketException)
+            {
+                report.Fail($"echo: {e.Message}");
+            }
+        }
+
+        return servers;
+    }
+
+    private async Task RunIdleAsync(BenchReport report, List<IEchoServer> servers, int idle)
+    {
+        var table = new MarkdownTable("server", "connections", "connected", "echoed", "errors", "heap MiB", "heap growth MiB", "server process MiB");
+        foreach (IEchoServer server in servers)
+        {
+            s_log.Info("echo: {0}, {1} idle TCP connections for {2} s", server.Name, idle, Measured.TotalSeconds);
+            IdleResult result = await new IdleConnections(server, idle, options.Sizes[0], Measured).RunAsync().ConfigureAwait(false);
+            report.Add(result);
+            if (result.Errors > 0)
+            {
+                report.Fail($"echo: {server.Name}: {result.Errors} of {idle} idle TCP connections failed to connect or echo");
+            }
+
+            table.Row(
+                server.Name,
+                CellText.Count(result.Connections),
+                CellText.Count(result.Connected),
+                CellText.Count(result.Echoed),
+                CellText.Count(result.Errors),
+                CellText.Number(result.HeapMib),
+                CellText.Number(result.HeapDeltaMib),
+                CellText.Optional(result.ServerProcessMib));
+        }
+
+        table.Print($"echo: {idle} idle TCP connections held {Measured.TotalSeconds:0.##} s, then one echo on each (this process's managed heap after a full GC, which for ours includes the client's sockets; a child server's resident memory){options.QuickLabel}");
+    }
+
+    private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)
+    {
+        if (cell.Protocol == "udp" && cell.Size < MessagePattern.HeaderSize)
+        {
+            report.Fail($"echo: UDP messages carry an {MessagePattern.HeaderSize}-byte number, so --size must be at least {MessagePattern.HeaderSize}, not {cell.Size}");
+            return;
+        }
+
+        if ((long)cell.Size * cell.Pipeline > MaxBytesInFlight)
+        {
+            report.Fail($"echo: size × pipeline must stay within {MaxBytesInFlight} bytes in flight per connection, not {cell.Size} × {cell.Pipeline}");
+            return;
+        }
+
+        double? oursRate = null;
+        foreach (IEchoServer server in servers)
+        {
+            s_log.Info("echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}", server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline);
+            EchoResult result = await MeasureAsync(server, cell).ConfigureAwait(false);
+            oursRate ??= server.Name == "ours" && result.Messages > 0 ? result.MsgsPerSec : null;
+            result = result with { RatioVsOurs = result.Messages > 0 ? oursRate / result.MsgsPerSec : null };
+            report.Add(result);
+            if (result.Errors > 0)
+            {
+                report.Fail($"echo: {server.Name} {cell.Protocol}, {cell.Connections} connection(s), {cell.Size} bytes, pipeline {cell.Pipeline}: {result.Errors} error(s)");
+            }
+
+            table.Row(
+                CellText.Count(cell.Connections),
+                CellText.Count(cell.Size),
+                CellText.Count(cell.Pipeline),
+                server.Name,
+                CellText.Number(result.MsgsPerSec, 0),
+                CellText.Number(result.MibPerSec, 2),
+                CellText.Optional(result.P50Us),
+                CellText.Optional(result.P99Us),
+                CellText.Optional(result.P999Us),
+                CellText.Count(result.Errors),
+                CellText.Count(result.Lost),
+                CellText.Optional(result.ServerBytesPerMsg, 2),
+                CellText.Optional(result.ClientBytesPerMsg, 2),
+                CellText.Ratio(result.RatioVsOurs));
+        }
+    }
+
+    private async Task<EchoResult> MeasureAsync(IEchoServer server, EchoCell cell)
+    {
+        var run = new EchoRun();
+        var pattern = new MessagePattern(cell.Size);
+        System.Net.EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint;
+        var clients = new EchoClient[cell.Connections];
+        for (int i = 0; i < clients.Length; i++)
+        {
+            clients[i] = cell.Protocol == "tcp"
+                ? new TcpEchoClient(run, pattern, cell.Pipeline, endPoint.AddressFamily)
+                : new UdpEchoClient(run, pattern, cell.Pipeline, endPoint.AddressFamily);
+        }
+
+        long errors = 0;
+        TimeSpan elapsed = TimeSpan.Zero;
+        long allocated = 0;
+        try
+        {
+            await Task.WhenAll(clients.Select(c => c.ConnectAsync(endPoint))).ConfigureAwait(false);
+            Task[] exchanges = clients.Select(c => c.RunAsync()).ToArray();
+            await Task.Delay(WarmUp).ConfigureAwait(false);
+
+            allocated = GC.GetTotalAllocatedBytes(true);
+            long start = Stopwatch.GetTimestamp();
+            run.Enter(EchoPhase.Measure);
+            await Task.Delay(Measured).ConfigureAwait(false);
+            run.Enter(EchoPhase.Drain);
+            elapsed = Stopwatch.GetElapsedTime(start);
+            allocated = GC.GetTotalAllocatedBytes(true) - allocated;
+
+            Task all = Task.WhenAll(exchanges);
+            if (await Task.WhenAny(all, Task.Delay(s_drainTimeout)).ConfigureAwait(false) != all)
+            {
+                errors++;
+                s_log.Error("echo: {0} did not echo every message in flight within {1} s", server.Name, s_drainTimeout.TotalSeconds);
+            }
+        }
+        catch (SocketException e)
+        {
+            errors++;
+            s_log.Error("echo: {0} {1}: {2}", server.Name, cell.Protocol, e.Message);
+        }
+        finally
+        {
+            foreach (EchoClient client in clients)
+            {
+                client.Dispose();
+            }
+        }
+
+        return Summarise(server, cell, clients, errors, elapsed, allocated);
+    }
+
+    /// <summary>
+    /// Adds the clients up. Allocation per message: for a server in this process, what the whole
+    /// process allocated in the window minus what the clients counted for themselves; for a server
+    /// elsewhere, the whole process is the client.
+    /// </summary>
+    private static EchoResult Summarise(IEchoServer server, EchoCell cell, EchoClient[] clients, long errors, TimeSpan elapsed, long allocated)
+    {
+        var latency = new LatencyHistogram();
+        long messages = 0, lost = 0, clientAllocated = 0;
+        foreach (EchoClient client in clients)
+        {
+            latency.Add(client.Latency);
+            messages += client.Messages;
+            lost += client.Lost;
+            clientAllocated += client.AllocatedBytes;
+            errors += client.Errors;
+            if (client.FirstError is string error)
+            {
+                s_log.Error("echo: {0} {1}: {2}", server.Name, cell.Protocol, error);
+            }
+        }
+
+        if (messages == 0)
+        {
+            errors++;
+            s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
+        }
+
+        double seconds = Math.Max(elapsed.TotalSeconds, 1e-9);
+        double? perMessage(long bytes) => messages > 0 ? (double)bytes / messages : null;
+        return new EchoResult(
+            server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, elapsed.TotalSeconds, messages,
+            messages / seconds, messages * (double)cell.Size / seconds / (1 << 20),
+            latency.PercentileMicroseconds(50), latency.PercentileMicroseconds(99), latency.PercentileMicroseconds(99.9),
+            errors, lost,
+            server.InProcess ? perMessage(allocated - clientAllocated) : null,
+            server.InProcess ? perMessage(clientAllocated) : perMessage(allocated),
+            null);
+    }
+}

@@ -1,0 +1,20 @@
+using System.Net;
+
+namespace PoolBench;
+
+/// <summary>An echo server the <c>echo</c> scenario loads: where it listens, and whether it shares our process.</summary>
+internal interface IEchoServer : IAsyncDisposable
+{
+    /// <summary>The name in the tables and the JSON <c>server</c> key.</summary>
+    string Name { get; }
+
+    EndPoint TcpEndPoint { get; }
+
+    EndPoint UdpEndPoint { get; }
+
+    /// <summary>True when the server runs in this process, so its allocations can be counted.</summary>
+    bool InProcess { get; }
+
+    /// <summary>The resident memory of the server's own process in MiB, where it has one and it can be read.</summary>
+    double? ProcessMemoryMib { get; }
+}

@@ -1,0 +1,17 @@
+namespace PoolBench;
+
+/// <summary>No pool at all: every take is <c>new</c>, every return leaves the object to the GC.</summary>
+internal readonly struct NoPoolUnderTest : IPoolUnderTest
+{
+    public string Impl => "new";
+
+    public BenchItem Take() => new();
+
+    public void Return(BenchItem item)
+    {
+    }
+
+    public void Dispose()
+    {
+    }
+}

@@ -1,0 +1,93 @@
+namespace PoolBench;
+
+/// <summary>
+/// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead, in one run: short and
+/// long rentals, capacities 8, 64 and 1024, 1, 2, 4 and 25 workers started together. In a long
+/// rental each worker holds <c>max(1, capacity / workers)</c> objects at once, so the workers
+/// together never hold more than the capacity (or one each when there are more workers than
+/// objects): our pool, which waits at its cap, cannot deadlock on a worker holding part of a set.
+/// </summary>
+internal sealed class PoolsScenario(BenchOptions options)
+{
+    private static readonly int[] s_capacities = [8, 64, 1024];
+    private static readonly int[] s_workers = [1, 2, 4, 25];
+    private static readonly string[] s_impls = [OurPoolUnderTest.Name, "DefaultObjectPool", "ConcurrentBag", "ConcurrentStack", "new"];
+
+    public void Run(BenchReport report)
+    {
+        Measurement measurement = Measurement.For(options.Quick);
+        var results = new List<PoolsResult>();
+        foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>())
+        {
+            foreach (int capacity in s_capacities)
+            {
+                var table = new MarkdownTable("workers", "impl", "held each", "ns/pair", "min–max", "Mpairs/s", "B/pair", "vs ours");
+                foreach (int workers in s_workers)
+                {
+                    double? oursNs = null;
+                    foreach (string impl in s_impls)
+                    {
+                        var cell = new PoolsCell(report, measurement, pattern, capacity, workers, oursNs);
+                        PoolsResult? result = impl switch
+                        {
+                            OurPoolUnderTest.Name => cell.Measure(new OurPoolUnderTest(capacity)),
+                            "DefaultObjectPool" => cell.Measure(new DefaultObjectPoolUnderTest(capacity)),
+                            "ConcurrentBag" => cell.Measure(new ConcurrentBagPoolUnderTest(capacity)),
+                            "ConcurrentStack" => cell.Measure(new ConcurrentStackPoolUnderTest(capacity)),
+                            _ => cell.Measure(new NoPoolUnderTest()),
+                        };
+                        if (result is null)
+                        {
+                            table.Row(CellText.Count(workers), impl, CellText.Count(cell.Held), "FAILED", "", "", "", "");
+                            continue;
+                        }
+
+                        oursNs ??= result.Impl == OurPoolUnderTest.Name ? result.NsPerOp : null;
+                        results.Add(result);
+                        report.Add(result);
+                        table.Row(
+                            CellText.Count(workers),
+                            result.Impl,
+                            CellText.Count(result.HeldPerWorker),
+                            CellText.Number(result.NsPerOp),
+                            CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
+                            CellText.Number(result.Mops, 2),
+                            CellText.Number(result.BytesPerOp, 2),
+                            CellText.Ratio(result.RatioVsOurs));
+                    }
+                }
+
+                table.Print($"pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+            }
+        }
+
+        KeyRatios(results).Print($"pools: key ratios, its ns / ours at the median (above 1 means ours is faster){options.QuickLabel}");
+        PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
+        Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
+        Console.WriteLine();
+    }
+
+    /// <summary>Ours against each peer at 1 and 25 workers.</summary>
+    private static MarkdownTable KeyRatios(List<PoolsResult> results)
+    {
+        string[] peers = results.Select(r => r.Impl).Distinct().Where(impl => impl != OurPoolUnderTest.Name).ToArray();
+        var table = new MarkdownTable(["pattern", "capacity", "workers", .. peers]);
+        foreach (PoolsResult ours in results.Where(r => r.Impl == OurPoolUnderTest.Name && r.Workers is 1 or 25))
+        {
+            table.Row([
+                ours.Pattern,
+                CellText.Count(ours.Capacity),
+                CellText.Count(ours.Workers),
+                .. peers.Select(peer => CellText.Ratio(results.FirstOrDefault(r =>
+                    r.Impl == peer && r.Pattern == ours.Pattern && r.Capacity == ours.Capacity && r.Workers == ours.Workers)?.RatioVsOurs)),
+            ]);
+        }
+
+        return table;
+    }
+
+    private static PoolsResult? Find(List<PoolsResult> results, string pattern, int capacity, int workers) =>
+        results.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);
+
+    internal static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
+}
