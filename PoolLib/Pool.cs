@@ -321,6 +321,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
 
         var slot = new PoolSlot<T>(this, @object);
+        _storage.Register(slot);
         try
         {
             HoldSlotInObject(@object, slot);
@@ -360,6 +361,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     private void Discard(PoolSlot<T> slot)
     {
         slot.MarkDiscarded();
+        _storage.Unregister(slot);
         try
         {
             (slot.Object as IDisposable)?.Dispose();

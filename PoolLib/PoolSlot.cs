@@ -35,6 +35,12 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     private readonly T _object;
     private int _state;
 
+    // Links for the pool's storage (SlotStack): this slot's index in the pool's registry, and the
+    // index + 1 of the slot below it while it is in the stack (0: none). Written only by the thread
+    // that owns the slot (the registering pool, or the pusher), read by poppers.
+    internal int StackIndex;
+    internal int NextInStack;
+
     internal PoolSlot(Pool<T> owner, T @object)
     {
         _owner = owner;

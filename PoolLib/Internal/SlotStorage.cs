@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Numerics;
@@ -7,7 +6,7 @@ using System.Runtime.CompilerServices;
 namespace PoolLib;
 
 /// <summary>
-/// Where a pool's idle slots wait: one cell per core in front of a <see cref="ConcurrentStack{T}"/>.
+/// Where a pool's idle slots wait: one cell per core in front of a lock-free stack (<see cref="SlotStack{T}"/>).
 /// </summary>
 /// <remarks>
 /// <para>
@@ -15,7 +14,7 @@ namespace PoolLib;
 /// empty), and only if that cell is taken pushes onto the shared stack. A pop first empties the
 /// caller's cell (an exchange with empty), then pops the stack, then sweeps the other cores' cells.
 /// A thread that takes and returns on the same core therefore touches only its own cache line and
-/// allocates nothing, while <see cref="ConcurrentStack{T}.Push(T)"/> allocates a node.
+/// allocates nothing; so does the stack, whose nodes are the slots themselves.
 /// </para>
 /// <para>
 /// Guarantees: lock-free; every slot pushed is popped at most once (each cell and the stack hand a
@@ -34,7 +33,7 @@ internal sealed class SlotStorage<T> where T : class
     private readonly PaddedReference[] _cells;
     private readonly int _cellMask;
 
-    private readonly ConcurrentStack<PoolSlot<T>> _stack = new();
+    private readonly SlotStack<T> _stack = new();
 
     // Incremented before a push to _stack and decremented after a pop from it, so it is never below
     // the stack's real size and never below zero; equal to it whenever no push or pop is in flight.
@@ -67,6 +66,12 @@ internal sealed class SlotStorage<T> where T : class
             return count;
         }
     }
+
+    /// <summary>Makes a new slot storable; called once when its object is created.</summary>
+    public void Register(PoolSlot<T> slot) => _stack.Register(slot);
+
+    /// <summary>Forgets a discarded slot, which is in no cell and not in the stack.</summary>
+    public void Unregister(PoolSlot<T> slot) => _stack.Unregister(slot);
 
     /// <summary>Stores a slot that the caller owns and has marked in-pool.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]

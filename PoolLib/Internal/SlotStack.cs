@@ -1,0 +1,125 @@
+using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
+
+namespace PoolLib;
+
+/// <summary>
+/// A lock-free LIFO stack of pool slots that allocates nothing per push or pop: each slot is its
+/// own node, linked by index, where <see cref="System.Collections.Concurrent.ConcurrentStack{T}"/>
+/// allocates a node on every push.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Algorithm: a Treiber stack. The head is one 64-bit word holding the top slot's index (plus one;
+/// zero is empty) and a version that every successful push and pop increments. A push links the
+/// slot to the current top and swaps the head to it; a pop reads the top slot's link and swaps the
+/// head to it. Slots are reused, so a plain Treiber stack over references would suffer ABA (the top
+/// popped and pushed back between a pop's read and its swap, with a different link); comparing
+/// the version with the index rules that out, short of 2^32 operations inside one pop's window.
+/// </para>
+/// <para>
+/// Slots are registered when their pool creates them and unregistered when it discards them; the
+/// registry maps indices to slots and recycles the indices of discarded slots. Registration is
+/// under a lock: it happens only when an object is created or discarded, never per take or release.
+/// </para>
+/// <para>
+/// Guarantees: lock-free push and pop; a slot pushed once is popped at most once. Not guaranteed:
+/// fairness between contending threads.
+/// </para>
+/// </remarks>
+internal sealed class SlotStack<T> where T : class
+{
+    private const int InitialRegistrySize = 4;
+
+    // (version << 32) | (top index + 1). Changed only by a CAS that also bumps the version.
+    private long _head;
+
+    // Guarded by _registryLock for writes. Every registered slot sits at its StackIndex; a reader
+    // without the lock reads the array reference with Volatile.Read, and because a slot is written
+    // here before its first push, the head it reads through publishes the entry.
+    private PoolSlot<T>?[] _registry = new PoolSlot<T>?[InitialRegistrySize];
+    private readonly Stack<int> _freeIndices = new();
+    private readonly Lock _registryLock = new();
+    private int _registered;
+
+    /// <summary>Gives a new slot an index, so it can be linked; call once, before its first push.</summary>
+    public void Register(PoolSlot<T> slot)
+    {
+        lock (_registryLock)
+        {
+            int index = _freeIndices.Count > 0 ? _freeIndices.Pop() : _registered++;
+            PoolSlot<T>?[] registry = _registry;
+            if (index >= registry.Length)
+            {
+                Array.Resize(ref registry, registry.Length * 2);
+            }
+
+            Debug.Assert(registry[index] is null);
+            registry[index] = slot;
+            slot.StackIndex = index;
+            Volatile.Write(ref _registry, registry);
+        }
+    }
+
+    /// <summary>Frees a discarded slot's index for reuse; the slot must not be in the stack.</summary>
+    public void Unregister(PoolSlot<T> slot)
+    {
+        lock (_registryLock)
+        {
+            Debug.Assert(ReferenceEquals(_registry[slot.StackIndex], slot));
+            _registry[slot.StackIndex] = null;
+            _freeIndices.Push(slot.StackIndex);
+        }
+    }
+
+    /// <summary>Pushes a registered slot that the caller owns.</summary>
+    public void Push(PoolSlot<T> slot)
+    {
+        long newTop = slot.StackIndex + 1L;
+        var spinner = new SpinWait();
+        while (true)
+        {
+            long head = Volatile.Read(ref _head);
+            slot.NextInStack = (int)head;
+            if (Interlocked.CompareExchange(ref _head, NextVersion(head) | newTop, head) == head)
+            {
+                return;
+            }
+
+            spinner.SpinOnce(sleep1Threshold: -1);
+        }
+    }
+
+    /// <summary>Pops the most recently pushed slot, if any.</summary>
+    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        var spinner = new SpinWait();
+        while (true)
+        {
+            long head = Volatile.Read(ref _head);
+            int top = (int)head;
+            if (top == 0)
+            {
+                slot = null;
+                return false;
+            }
+
+            // If the head has moved on since we read it, this may be a stale or recycled entry and
+            // its link may be wrong; the CAS below then fails on the version and we read again.
+            PoolSlot<T>? candidate = Volatile.Read(ref _registry)[top - 1];
+            if (candidate is not null)
+            {
+                long next = (uint)Volatile.Read(ref candidate.NextInStack);
+                if (Interlocked.CompareExchange(ref _head, NextVersion(head) | next, head) == head)
+                {
+                    slot = candidate;
+                    return true;
+                }
+            }
+
+            spinner.SpinOnce(sleep1Threshold: -1);
+        }
+    }
+
+    private static long NextVersion(long head) => (long)(((ulong)head & 0xFFFF_FFFF_0000_0000UL) + 0x1_0000_0000UL);
+}
