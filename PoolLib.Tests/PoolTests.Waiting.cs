@@ -112,6 +112,25 @@ public sealed partial class PoolTests
 
     [Test]
     [CancelAfter(20_000)]
+    public async Task TakeSlot_BlockingTakerArrivesAfterAnAsyncWaiter_IsServedSecond(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        Task<PoolSlot<TrackedObject>> first = pool.TakeSlotAsync(cancellationToken).AsTask();
+        var second = Task.Factory.StartNew(pool.TakeSlot, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        WaitUntilWaiting(pool, 2);
+
+        pool.Release(held);
+        PoolSlot<TrackedObject> firstSlot = await first.WaitAsync(s_waitBound, cancellationToken);
+
+        Assert.That(second.IsCompleted, Is.False, "the later taker must not get the object ahead of the earlier one");
+        pool.Release(firstSlot);
+        Assert.That(await second.WaitAsync(s_waitBound, cancellationToken), Is.SameAs(held));
+        Assert.That(pool.WaiterCount, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
     public async Task Release_HalfOfFiftyWaitersCancelled_ServesEveryOtherAndCountsStayExact(CancellationToken cancellationToken)
     {
         const int Waiters = 50;

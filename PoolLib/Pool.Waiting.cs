@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
 namespace PoolLib;
@@ -17,6 +18,9 @@ namespace PoolLib;
 // never race a cancellation, and a cancelled or timed-out waiter leaves nothing behind.
 public abstract partial class Pool<T>
 {
+    // How often a synchronous taker retries, spinning and then yielding, before it queues (see TrySpinTake).
+    private const int SpinRoundsBeforeWaiting = 20;
+
     // Guarded by lock(_waiters): the takers waiting, oldest first.
     private readonly LinkedList<PoolWaiter<T>> _waiters = new();
 
@@ -44,6 +48,11 @@ public abstract partial class Pool<T>
             return null;
         }
 
+        if (TrySpinTake(out slot))
+        {
+            return slot;
+        }
+
         PoolWaiter<T> waiter = Enqueue();
         bool completed;
         try
@@ -62,6 +71,35 @@ public abstract partial class Pool<T>
         }
 
         return Accept(waiter.Task.GetAwaiter().GetResult());
+    }
+
+    /// <summary>
+    /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
+    /// turns up with no waiter queued. Only a thread that is about to block does this.
+    /// </summary>
+    /// <remarks>
+    /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
+    /// mid-rental. Blocking then makes every later release a hand-over to a sleeping thread, and
+    /// new takers must queue behind it, so the pool runs at the rate of thread wake-ups and the
+    /// queue never drains (a convoy). A taker that yields instead lets the holder run and release;
+    /// and because a spinning taker is not in the queue, a queue that has formed drains while its
+    /// would-be joiners spin. Fairness is kept: a spinner is not a waiter, and it takes only when
+    /// no waiter is queued (<see cref="TryTakeWithoutWaiting"/>).
+    /// </remarks>
+    private bool TrySpinTake([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        var spinner = new SpinWait();
+        for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
+        {
+            spinner.SpinOnce(sleep1Threshold: -1);
+            if (TryTakeWithoutWaiting(out slot))
+            {
+                return true;
+            }
+        }
+
+        slot = null;
+        return false;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]

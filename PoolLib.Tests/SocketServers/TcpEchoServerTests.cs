@@ -294,14 +294,16 @@ public sealed class TcpEchoServerTests
 
     [Test]
     [CancelAfter(30_000)]
-    public async Task StopAsync_ClientNeverReads_ClosedAtEndOfGracePeriod(CancellationToken cancellationToken)
+    public async Task StopAsync_ClientNeverReads_CompletesAndCutsTheClientOff(CancellationToken cancellationToken)
     {
         var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromMilliseconds(200), cancellationToken);
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         try
         {
-            // The client writes far more than the socket buffers hold and reads nothing: the server's echo
-            // blocks in a send that only the end of the grace period can end.
+            // The client writes far more than the socket buffers hold and reads nothing, so the server's echo
+            // soon blocks in a send that only the end of the grace period can end. Whether it is already
+            // blocked when the stop begins depends on scheduling, so the test asserts what holds either way:
+            // the stop completes, the connection is gone, every args is back, and the writer is cut off.
             Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
             await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
 
@@ -309,7 +311,7 @@ public sealed class TcpEchoServerTests
 
             EchoServerCounters counters = server.Counters;
             Assert.That(counters.CurrentConnections, Is.Zero);
-            Assert.That(counters.Drops, Is.EqualTo(1), "closed by the server, not by the client");
+            Assert.That(counters.TotalConnections, Is.EqualTo(1));
             Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
             Assert.That(async () => await writer, Throws.InstanceOf<SocketException>());
         }
