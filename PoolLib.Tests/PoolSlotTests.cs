@@ -49,28 +49,29 @@ public sealed class PoolSlotTests
         using var pool = new TrackedPool(1);
         int winners = 0;
         int losers = 0;
+        PoolSlot<TrackedObject>? current = null;
 
-        for (int round = 0; round < Rounds; round++)
+        // Each phase of the barrier is one round: its post-phase action rents the slot that all racers
+        // then try to return at once; the next phase starts only when every racer has tried.
+        using var round = new Barrier(Threads, _ => current = pool.TakeSlot());
+        var racers = Enumerable.Range(0, Threads).Select(_ => Task.Factory.StartNew(() =>
         {
-            PoolSlot<TrackedObject> slot = pool.TakeSlot();
-            using var start = new Barrier(Threads);
-            var racers = Enumerable.Range(0, Threads).Select(_ => Task.Factory.StartNew(() =>
+            for (int i = 0; i < Rounds; i++)
             {
-                start.SignalAndWait(cancellationToken);
+                round.SignalAndWait(cancellationToken);
                 try
                 {
-                    slot.Dispose();
+                    current!.Dispose();
                     Interlocked.Increment(ref winners);
                 }
                 catch (InvalidOperationException)
                 {
                     Interlocked.Increment(ref losers);
                 }
-            }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default)).ToArray();
+            }
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default)).ToArray();
 
-            Assert.That(Task.WaitAll(racers, TimeSpan.FromSeconds(10)), Is.True);
-        }
-
+        Assert.That(Task.WaitAll(racers, TimeSpan.FromSeconds(25)), Is.True);
         Assert.That(winners, Is.EqualTo(Rounds));
         Assert.That(losers, Is.EqualTo(Rounds * (Threads - 1)));
         Assert.That(pool.CleanUpCount, Is.EqualTo(Rounds));
