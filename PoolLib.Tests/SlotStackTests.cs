@@ -30,6 +30,29 @@ public sealed class SlotStackTests
     }
 
     [Test]
+    public void Count_AfterPushesAndPops_IsTheNumberOfSlotsInTheStack()
+    {
+        using var owner = new TrackedPool(8);
+        var stack = new SlotStack<TrackedObject>();
+        PoolSlot<TrackedObject>[] slots = CreateRegistered(stack, owner, 5);
+        var counts = new List<int> { stack.Count };
+
+        foreach (var slot in slots)
+        {
+            stack.Push(slot);
+            counts.Add(stack.Count);
+        }
+
+        stack.TryPop(out _);
+        stack.TryPop(out PoolSlot<TrackedObject>? popped);
+        counts.Add(stack.Count);
+        stack.Push(popped!);
+        counts.Add(stack.Count);
+
+        Assert.That(counts, Is.EqualTo(new[] { 0, 1, 2, 3, 4, 5, 3, 4 }));
+    }
+
+    [Test]
     public void Register_IndexOfUnregisteredSlot_IsReused()
     {
         using var owner = new TrackedPool(8);
@@ -51,7 +74,7 @@ public sealed class SlotStackTests
     // opposite order makes that interleaving frequent.
     [Test]
     [CancelAfter(60_000)]
-    public void PushAndPop_ContendedWithReordering_NoSlotSharedLostOrDuplicated(CancellationToken cancellationToken)
+    public void PushAndPop_ContendedWithReordering_NoSlotSharedLostOrDuplicatedAndCountExact(CancellationToken cancellationToken)
     {
         const int Threads = 4;
         const int Slots = 6;
@@ -89,6 +112,12 @@ public sealed class SlotStackTests
                     }
                 }
 
+                int count = stack.Count;
+                if (count is < 0 or > Slots)
+                {
+                    violations.Enqueue($"count {count} outside 0..{Slots}");
+                }
+
                 if (!gotFirst && !gotSecond)
                 {
                     Thread.Yield();
@@ -98,6 +127,7 @@ public sealed class SlotStackTests
 
         Assert.That(Task.WaitAll(workers, TimeSpan.FromSeconds(50)), Is.True);
         Assert.That(violations, Is.Empty);
+        Assert.That(stack.Count, Is.EqualTo(Slots), "the depth recorded in the top slot after the race");
         Assert.That(PopAll(stack), Is.EquivalentTo(slots), "every slot is in the stack exactly once");
     }
 

@@ -35,11 +35,13 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     private readonly T _object;
     private int _state;
 
-    // Links for the pool's storage (SlotStack): this slot's index in the pool's registry, and the
-    // index + 1 of the slot below it while it is in the stack (0: none). Written only by the thread
-    // that owns the slot (the registering pool, or the pusher), read by poppers.
+    // Links for the pool's storage (SlotStack): this slot's index in the pool's registry, the
+    // index + 1 of the slot below it while it is in the stack (0: none), and its depth there (1 at
+    // the bottom). Written only by the thread that owns the slot (the registering pool, or the
+    // pusher) before the push that publishes it; read by poppers, pushers and counters.
     internal int StackIndex;
     internal int NextInStack;
+    internal int DepthInStack;
 
     internal PoolSlot(Pool<T> owner, T @object)
     {

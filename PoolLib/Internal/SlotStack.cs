@@ -23,6 +23,11 @@ namespace PoolLib;
 /// under a lock: it happens only when an object is created or discarded, never per take or release.
 /// </para>
 /// <para>
+/// Count: each slot records its depth (how many slots it is on top of, plus one) when it is pushed,
+/// so the size of the stack is the depth of its top slot and no separate counter has to be updated
+/// with an interlocked operation on every push and pop.
+/// </para>
+/// <para>
 /// Guarantees: lock-free push and pop; a slot pushed once is popped at most once. Not guaranteed:
 /// fairness between contending threads.
 /// </para>
@@ -72,6 +77,38 @@ internal sealed class SlotStack<T> where T : class
         }
     }
 
+    /// <summary>
+    /// Gets how many slots are in the stack: exact when no push or pop is in flight, otherwise the
+    /// size at some instant during the call.
+    /// </summary>
+    public int Count
+    {
+        get
+        {
+            var spinner = new SpinWait();
+            while (true)
+            {
+                long head = Volatile.Read(ref _head);
+                int top = (int)head;
+                if (top == 0)
+                {
+                    return 0;
+                }
+
+                // The depth is that of the head read above only if the head is still the same
+                // (same version) after reading it; otherwise the entry may be stale or recycled.
+                PoolSlot<T>? slot = Volatile.Read(ref _registry)[top - 1];
+                int depth = slot is null ? 0 : Volatile.Read(ref slot.DepthInStack);
+                if (slot is not null && Volatile.Read(ref _head) == head)
+                {
+                    return depth;
+                }
+
+                spinner.SpinOnce(sleep1Threshold: -1);
+            }
+        }
+    }
+
     /// <summary>Pushes a registered slot that the caller owns.</summary>
     public void Push(PoolSlot<T> slot)
     {
@@ -80,7 +117,27 @@ internal sealed class SlotStack<T> where T : class
         while (true)
         {
             long head = Volatile.Read(ref _head);
-            slot.NextInStack = (int)head;
+            int top = (int)head;
+
+            // Invariant: a slot in the stack has DepthInStack = 1 + the number of slots below it.
+            // The depth read from the current top is right if the CAS below succeeds, because the
+            // CAS compares the version too: the top cannot have been popped and pushed back (with
+            // a new depth) in between. A stale or recycled entry only costs a failed CAS.
+            int depthBelow = 0;
+            if (top != 0)
+            {
+                PoolSlot<T>? below = Volatile.Read(ref _registry)[top - 1];
+                if (below is null)
+                {
+                    spinner.SpinOnce(sleep1Threshold: -1);
+                    continue;
+                }
+
+                depthBelow = Volatile.Read(ref below.DepthInStack);
+            }
+
+            slot.NextInStack = top;
+            slot.DepthInStack = depthBelow + 1;
             if (Interlocked.CompareExchange(ref _head, NextVersion(head) | newTop, head) == head)
             {
                 return;

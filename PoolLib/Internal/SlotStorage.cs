@@ -35,10 +35,6 @@ internal sealed class SlotStorage<T> where T : class
 
     private readonly SlotStack<T> _stack = new();
 
-    // Incremented before a push to _stack and decremented after a pop from it, so it is never below
-    // the stack's real size and never below zero; equal to it whenever no push or pop is in flight.
-    private int _stackCount;
-
     public SlotStorage()
     {
         int cellCount = (int)BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount);
@@ -54,7 +50,7 @@ internal sealed class SlotStorage<T> where T : class
     {
         get
         {
-            int count = Volatile.Read(ref _stackCount);
+            int count = _stack.Count;
             for (int i = 0; i < _cells.Length; i++)
             {
                 if (Volatile.Read(ref _cells[i].Value) is not null)
@@ -110,19 +106,13 @@ internal sealed class SlotStorage<T> where T : class
     private ref object? LocalCell() => ref _cells[Thread.GetCurrentProcessorId() & _cellMask].Value;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void PushToStack(PoolSlot<T> slot)
-    {
-        Interlocked.Increment(ref _stackCount);
-        _stack.Push(slot);
-    }
+    private void PushToStack(PoolSlot<T> slot) => _stack.Push(slot);
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         if (_stack.TryPop(out slot))
         {
-            int count = Interlocked.Decrement(ref _stackCount);
-            Debug.Assert(count >= 0);
             return true;
         }
 
