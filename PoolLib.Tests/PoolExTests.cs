@@ -38,6 +38,7 @@ public sealed class PoolExTests
 
         Assert.That(exception!.ParamName, Is.EqualTo("object"));
         Assert.That(pool.AvailableCount, Is.Zero);
+        Assert.That(pool.TotalCount, Is.EqualTo(1));
     }
 
     [Test]
@@ -49,6 +50,7 @@ public sealed class PoolExTests
 
         Assert.That(exception!.ParamName, Is.EqualTo("object"));
         Assert.That(pool.TotalCount, Is.Zero);
+        Assert.That(pool.AvailableCount, Is.Zero);
     }
 
     [Test]
@@ -62,7 +64,64 @@ public sealed class PoolExTests
 
         Assert.That(exception!.ParamName, Is.EqualTo("object"));
         Assert.That(pool.TotalCount, Is.Zero);
+        Assert.That(pool.AvailableCount, Is.Zero);
+        Assert.That(otherPool.TotalCount, Is.EqualTo(1));
         Assert.That(otherPool.AvailableCount, Is.Zero);
+        Assert.That(foreign.DisposeCount, Is.Zero);
+    }
+
+    [Test]
+    public void Release_ObjectCarryingTheSlotOfAnotherObject_ThrowsAndChangesNothing()
+    {
+        using var pool = new BufferPool(2);
+        PooledBuffer rented = pool.TakeObject();
+        var impostor = new PooledBuffer { PoolSlot = rented.PoolSlot };
+
+        var exception = Assert.Throws<ArgumentException>(() => pool.Release(impostor));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("object"));
+        Assert.That(pool.TotalCount, Is.EqualTo(1));
+        Assert.That(pool.AvailableCount, Is.Zero);
+        pool.Release(rented);
+        Assert.That(pool.AvailableCount, Is.EqualTo(1), "the real holder can still return its slot");
+    }
+
+    [Test]
+    public void TakeObject_AfterDispose_Throws()
+    {
+        var pool = new BufferPool(2);
+        pool.Dispose();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TakeObject());
+
+        Assert.That(pool.TotalCount, Is.Zero);
+    }
+
+    [Test]
+    public void TakeObjectAsync_AfterDispose_Throws()
+    {
+        var pool = new BufferPool(2);
+        pool.Dispose();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TakeObjectAsync());
+
+        Assert.That(pool.TotalCount, Is.Zero);
+    }
+
+    [Test]
+    public void Release_AfterDispose_DisposesTheObjectOnce()
+    {
+        var pool = new BufferPool(2);
+        PooledBuffer rented = pool.TakeObject();
+        pool.Dispose();
+
+        pool.Release(rented);
+
+        Assert.That(rented.DisposeCount, Is.EqualTo(1));
+        Assert.Throws<InvalidOperationException>(() => pool.Release(rented));
+        Assert.That(rented.DisposeCount, Is.EqualTo(1));
+        Assert.That(pool.TotalCount, Is.Zero);
+        Assert.That(pool.AvailableCount, Is.Zero);
     }
 
     [Test]
@@ -104,11 +163,17 @@ public sealed class PoolExTests
         Assert.That(await take, Is.Not.Null);
     }
 
-    private sealed class PooledBuffer : IPoolSlotHolder<PooledBuffer>
+    private sealed class PooledBuffer : IPoolSlotHolder<PooledBuffer>, IDisposable
     {
+        private int _disposeCount;
+
         public byte[] Bytes { get; } = new byte[16];
 
         public PoolSlot<PooledBuffer>? PoolSlot { get; set; }
+
+        public int DisposeCount => Volatile.Read(ref _disposeCount);
+
+        public void Dispose() => Interlocked.Increment(ref _disposeCount);
     }
 
     private sealed class BufferPool(int maxCapacity) : PoolEx<PooledBuffer>(maxCapacity)

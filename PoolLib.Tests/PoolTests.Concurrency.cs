@@ -79,6 +79,7 @@ public sealed partial class PoolTests
         Assert.That(discarded.Select(o => o.DisposeCount), Is.All.EqualTo(1));
         Assert.That(result.Violations, Is.Empty);
         Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
+        Assert.That(pool.StoredCount, Is.EqualTo(pool.TotalCount), "storage, uncapped, holds each object once");
         Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount - result.FailedReleases));
     }
 
@@ -179,6 +180,7 @@ public sealed partial class PoolTests
         Assert.That(pool.TotalCount, Is.InRange(1, pool.MaxCapacity));
         Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount), "nothing was discarded");
         Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
+        Assert.That(pool.StoredCount, Is.EqualTo(pool.TotalCount), "storage, uncapped, holds each object once");
 
         var stored = new List<TrackedObject>();
         while (stored.Count < pool.CreatedCount && pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot))

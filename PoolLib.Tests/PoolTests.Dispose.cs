@@ -31,15 +31,52 @@ public sealed partial class PoolTests
     [Test]
     public void TakeSlot_AfterDispose_Throws()
     {
-        var pool = new TrackedPool(2);
-        pool.Dispose();
+        var pool = DisposedPool();
 
         Assert.Throws<ObjectDisposedException>(() => pool.TakeSlot());
-        Assert.Throws<ObjectDisposedException>(() => pool.TryTakeSlot(out _));
-        Assert.Throws<ObjectDisposedException>(() => pool.TryTakeSlot(TimeSpan.FromSeconds(1), out _));
-        Assert.Throws<ObjectDisposedException>(() => pool.TakeSlotAsync());
-        Assert.Throws<ObjectDisposedException>(() => pool.Prewarm(1));
+
         AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void TryTakeSlot_AfterDispose_Throws()
+    {
+        var pool = DisposedPool();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TryTakeSlot(out _));
+
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void TryTakeSlotWithTimeout_AfterDispose_Throws()
+    {
+        var pool = DisposedPool();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TryTakeSlot(TimeSpan.FromSeconds(1), out _));
+
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void TakeSlotAsync_AfterDispose_Throws()
+    {
+        var pool = DisposedPool();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TakeSlotAsync());
+
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void TryAllocatePush_AfterDispose_Throws()
+    {
+        var pool = DisposedPool();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.Prewarm(1));
+
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.CreatedCount, Is.Zero);
     }
 
     [Test]
@@ -70,6 +107,37 @@ public sealed partial class PoolTests
         await Assert.ThrowsAsync<ObjectDisposedException>(async () => await asyncWaiter.WaitAsync(s_waitBound, cancellationToken));
         Assert.That(pool.WaiterCount, Is.Zero);
         Assert.That(held.Object.DisposeCount, Is.Zero, "a rented object stays usable until it is released");
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Dispose_WithObjectsRentedWaitersBlockedAndLateReleases_EachObjectDisposedOnceAndPoolEmpty(CancellationToken cancellationToken)
+    {
+        var pool = new TrackedPool(3);
+        pool.Prewarm(3);
+        PoolSlot<TrackedObject>[] rented = [pool.TakeSlot(), pool.TakeSlot()];
+        PoolSlot<TrackedObject> third = pool.TakeSlot();
+        var syncWaiter = Task.Factory.StartNew(() => pool.TakeSlot(), cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        var asyncWaiter = pool.TakeSlotAsync(cancellationToken).AsTask();
+        WaitUntilWaiting(pool, 2);
+        pool.Release(third); // handed straight to the oldest waiter, so nothing is idle
+        PoolSlot<TrackedObject> served = await (await Task.WhenAny(syncWaiter, asyncWaiter)).WaitAsync(s_waitBound, cancellationToken);
+        Task<PoolSlot<TrackedObject>> stillWaiting = syncWaiter.IsCompleted ? asyncWaiter : syncWaiter;
+
+        pool.Dispose();
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(async () => await stillWaiting.WaitAsync(s_waitBound, cancellationToken));
+        Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(0), "rented objects stay usable until released");
+        foreach (PoolSlot<TrackedObject> late in rented.Append(served))
+        {
+            pool.Release(late);
+        }
+
+        Assert.Throws<InvalidOperationException>(() => pool.Release(served));
+        Assert.That(pool.Created, Has.Count.EqualTo(3));
+        Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(1), "each object disposed once, when it came back");
+        Assert.That(pool.WaiterCount, Is.Zero);
+        AssertCounts(pool, total: 0, available: 0);
     }
 
     [Test]
@@ -132,5 +200,12 @@ public sealed partial class PoolTests
         Assert.That(Task.WaitAll(workers, s_waitBound), Is.True);
         Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(1));
         AssertCounts(pool, total: 0, available: 0);
+    }
+
+    private static TrackedPool DisposedPool()
+    {
+        var pool = new TrackedPool(2);
+        pool.Dispose();
+        return pool;
     }
 }

@@ -260,6 +260,10 @@ public sealed partial class PoolTests
         using var start = new Barrier(SyncThreads + AsyncTakers);
         int overlapping = 0;
 
+        // Both objects are held until every taker has queued, so the run starts with sync and async
+        // waiters in one queue rather than leaving that to the scheduler.
+        PoolSlot<TrackedObject>[] held = [pool.TakeSlot(), pool.TakeSlot()];
+
         void Use(PoolSlot<TrackedObject> slot, int holder)
         {
             if (!slot.Object.TryStampHolder(holder) || !slot.Object.TryClearHolder(holder))
@@ -296,10 +300,15 @@ public sealed partial class PoolTests
                 Use(await pool.TakeSlotAsync(cancellationToken), 100 + taker);
             }
         }, cancellationToken)).ToArray();
+        WaitUntilWaiting(pool, SyncThreads + AsyncTakers);
+        foreach (PoolSlot<TrackedObject> slot in held)
+        {
+            slot.Dispose();
+        }
 
         Assert.That(Task.WaitAll([.. sync, .. async], TimeSpan.FromSeconds(50)), Is.True);
         Assert.That(overlapping, Is.Zero);
-        Assert.That(pool.CleanUpCount, Is.EqualTo((SyncThreads + AsyncTakers) * Rounds));
+        Assert.That(pool.CleanUpCount, Is.EqualTo((SyncThreads + AsyncTakers) * Rounds + held.Length));
         Assert.That(pool.WaiterCount, Is.Zero);
         Assert.That(pool.TotalCount, Is.InRange(1, 2));
         Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));

@@ -234,6 +234,21 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public void TakeSlot_HoldSlotInObjectThrows_DisposesObjectGivesCapacityBackAndPropagates()
+    {
+        using var pool = new TrackedPool(1);
+        pool.OnHoldSlot = _ => throw new FormatException("hand-over failed");
+
+        Assert.Throws<FormatException>(() => pool.TakeSlot());
+
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.Created.Single().DisposeCount, Is.EqualTo(1));
+        pool.OnHoldSlot = null;
+        Assert.That(pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot), Is.True, "The failed hand-over must not keep the only place under the cap.");
+        Assert.That(slot!.Object, Is.Not.SameAs(pool.Created.First()));
+    }
+
+    [Test]
     public void TryAllocatePush_ConstructorThrows_GivesCapacityBackAndPropagates()
     {
         using var pool = new TrackedPool(2);

@@ -8,7 +8,8 @@ namespace PoolLib;
 /// <remarks>
 /// <see cref="PoolEx{T}"/> sets <see cref="PoolSlot"/> once, when it creates the object, and reads it on
 /// every release. Implementations store the value in a plain auto-property and never change it
-/// themselves.
+/// themselves. Thread safety: the pool writes the property before the object is handed to any taker
+/// and only reads it afterwards, so a plain property is safe from any thread.
 /// </remarks>
 public interface IPoolSlotHolder<T> where T : class
 {

@@ -65,6 +65,9 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// </remarks>
     public int AvailableCount => Math.Min(_storage.Count, TotalCount);
 
+    /// <summary>Gets how many slots storage holds, uncapped; for tests that check nothing is stored twice.</summary>
+    internal int StoredCount => _storage.Count;
+
     /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>

@@ -27,6 +27,9 @@ internal sealed class TrackedPool : Pool<TrackedObject>
     /// <summary>Runs inside each clean-up; throw from it to make the clean-up fail.</summary>
     public Action<TrackedObject>? OnCleanUp { get; set; }
 
+    /// <summary>Runs when a new object is given its slot; throw from it to make that hand-over fail.</summary>
+    public Action<TrackedObject>? OnHoldSlot { get; set; }
+
     public bool Prewarm(int count) => TryAllocatePush(count);
 
     public bool PrewarmOne() => TryAllocatePush();
@@ -43,6 +46,8 @@ internal sealed class TrackedPool : Pool<TrackedObject>
         Created.Enqueue(created);
         return created;
     }
+
+    protected override void HoldSlotInObject(TrackedObject @object, PoolSlot<TrackedObject> slot) => OnHoldSlot?.Invoke(@object);
 
     protected override void CleanUp(TrackedObject @object)
     {
