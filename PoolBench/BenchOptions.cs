@@ -18,7 +18,8 @@ internal sealed class BenchOptions
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
           --pipeline K[,K..]      messages in flight per connection, 1 is ping-pong (default: TCP 1,100, UDP 1)
           --seconds S             measured seconds per cell (default: 5, quick: 1)
-          --idle N                TCP connections held idle, then echoed once each; 0 skips (default: 1000, quick: 50)
+          --idle N                TCP connections held idle by a Node.js child process, then echoed once
+                                  each; 0 skips (default: 1000, quick: 50)
         """;
 
     private static readonly string[] s_scenarios = ["article", "pools", "echo", "all"];

@@ -39,6 +39,8 @@ internal sealed class ChildEchoServer : IEchoServer
 
     public bool InProcess => false;
 
+    public long? AcceptedTcpConnections => null;
+
     /// <summary>The child's resident set (VmRSS) from <c>/proc</c> on Linux; an upper bound of its managed heap.</summary>
     public double? ProcessMemoryMib
     {

@@ -17,4 +17,7 @@ internal interface IEchoServer : IAsyncDisposable
 
     /// <summary>The resident memory of the server's own process in MiB, where it has one and it can be read.</summary>
     double? ProcessMemoryMib { get; }
+
+    /// <summary>TCP connections the server has accepted since it started, where this process can read its counter.</summary>
+    long? AcceptedTcpConnections { get; }
 }

@@ -1,14 +1,20 @@
 namespace PoolBench;
 
-/// <summary>The idle-connections check of one server, as written to JSON.</summary>
+/// <summary>
+/// The idle-connections check of one server, as written to JSON. The heap figures are this
+/// process's managed heap after a full collection, so they are the server's only when it runs in
+/// this process (null otherwise); <see cref="Clients"/> says where the client ends lived.
+/// </summary>
 internal sealed record IdleResult(
     string Server,
+    string Clients,
     int Connections,
     int Connected,
     int Echoed,
     long Errors,
-    double HeapMib,
-    double HeapDeltaMib,
+    double? HeapMib,
+    double? HeapDeltaMib,
+    double? HeapCommittedMib,
     double? ServerProcessMib,
     double HoldSeconds)
 {

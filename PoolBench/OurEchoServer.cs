@@ -30,6 +30,8 @@ internal sealed class OurEchoServer : IEchoServer
 
     public double? ProcessMemoryMib => null;
 
+    public long? AcceptedTcpConnections => _tcp.Counters.TotalConnections;
+
     public static async Task<OurEchoServer> StartAsync(int maxConnections, int maxDatagramSize)
     {
         var tcp = new TcpEchoServer(new TcpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, MaxConnections = maxConnections });

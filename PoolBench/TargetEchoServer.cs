@@ -23,6 +23,8 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public double? ProcessMemoryMib => null;
 
+    public long? AcceptedTcpConnections => null;
+
     public static async Task<TargetEchoServer> ResolveAsync(string target)
     {
         if (IPEndPoint.TryParse(target, out IPEndPoint? endPoint) && endPoint.Port != 0)
