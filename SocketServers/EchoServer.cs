@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using PoolLib;
 
 namespace SocketServers;
@@ -258,11 +259,31 @@ public abstract class EchoServer : IAsyncDisposable
 
     /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
     /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>
-    private protected async ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync()
+    private protected ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync()
+    {
+        ValueTask<PoolSlot<SocketAsyncEventArgs>> taking;
+        try
+        {
+            taking = Pool.TakeSlotAsync(StoppingToken);
+        }
+        catch (OperationCanceledException)
+        {
+            return new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(result: null);
+        }
+
+        // The common case, once per message: an idle args taken at once. Not an async method, so that it
+        // allocates nothing even where async state machines are classes (Debug builds).
+        return taking.IsCompletedSuccessfully
+            ? new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(taking.Result)
+            : AwaitSlotUnlessStoppingAsync(taking);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async ValueTask<PoolSlot<SocketAsyncEventArgs>?> AwaitSlotUnlessStoppingAsync(ValueTask<PoolSlot<SocketAsyncEventArgs>> taking)
     {
         try
         {
-            return await Pool.TakeSlotAsync(StoppingToken).ConfigureAwait(false);
+            return await taking.ConfigureAwait(false);
         }
         catch (OperationCanceledException)
         {

@@ -1,5 +1,7 @@
+using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Dataflow;
 using NLog;
 using PoolLib;
@@ -14,7 +16,7 @@ namespace SocketServers;
 /// <para>
 /// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives are outstanding at once, each on a pooled
 /// <see cref="SocketAsyncEventArgs"/>. A received datagram goes, with its args, into a bounded
-/// <see cref="ActionBlock{TInput}"/> that sends the reply from the same args and returns it to the pool.
+/// <see cref="ActionBlock{TInput}"/> that sends the reply from the args' buffer and returns it to the pool.
 /// When <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> replies wait, the receives wait too and the
 /// kernel drops what does not fit in the socket buffer, as UDP does: memory never grows with the load.
 /// </para>
@@ -24,17 +26,40 @@ namespace SocketServers;
 /// replies (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/> and the
 /// like) are logged at Debug and receiving goes on.
 /// </para>
+/// <para>
+/// In steady state an echoed datagram allocates nothing: each args keeps the endpoint its receives report the
+/// sender in and updates it in place, the reply is sent synchronously to the socket address that endpoint
+/// keeps, and the reply block replies one datagram at a time on one processing task that lives as long as
+/// datagrams keep coming. While they do, that task keeps one thread-pool thread; it lets it go 50 ms after
+/// the last datagram, or when the server stops.
+/// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
 public sealed class UdpEchoServer : EchoServer
 {
     private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
 
+    // How long the reply block's processing task waits for the next datagram before it ends and gives its
+    // thread back to the pool. Far longer than the gaps within a stream of datagrams (microseconds), short
+    // enough that a server that has gone idle does not hold a thread-pool thread for long.
+    private static readonly TimeSpan s_replierLinger = TimeSpan.FromMilliseconds(50);
+
     private readonly IPEndPoint _endPoint;
-    private readonly IPEndPoint _anyEndPoint;
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
     private readonly int _maxPendingDatagrams;
+
+    // Set by whoever takes _replierWaiting from 1 to 0 (a receive loop that handed over a datagram or found the
+    // block full, or the stop); reset by the replier before it announces that it waits.
+    private readonly ManualResetEventSlim _datagramQueued = new(initialState: false);
+
+    // 1 while the reply block's action waits in WaitForNextDatagram, else 0. Only the replier sets it to 1;
+    // a waker takes it back to 0 with CompareExchange, so each wait is signalled at most once.
+    private int _replierWaiting;
+
+    // Receive loops whose datagram the full block refused and that now wait for room (SendAsync). Such a
+    // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
+    private int _waitingForRoom;
 
     private Socket? _socket;
     private ActionBlock<PooledSocketArgs>? _replies;
@@ -57,8 +82,6 @@ public sealed class UdpEchoServer : EchoServer
             poolCapacity: options.MaxPendingDatagrams + options.ConcurrentReceives)
     {
         _endPoint = options.EndPoint;
-        _anyEndPoint = new IPEndPoint(
-            _endPoint.AddressFamily == AddressFamily.InterNetworkV6 ? IPAddress.IPv6Any : IPAddress.Any, 0);
         _maxDatagramSize = options.MaxDatagramSize;
         _concurrentReceives = options.ConcurrentReceives;
         _maxPendingDatagrams = options.MaxPendingDatagrams;
@@ -73,11 +96,14 @@ public sealed class UdpEchoServer : EchoServer
         var bound = (IPEndPoint)socket.LocalEndPoint!;
         _socket = socket;
         _replies = new ActionBlock<PooledSocketArgs>(
-            ReplyAsync,
+            Reply,
             new ExecutionDataflowBlockOptions
             {
                 BoundedCapacity = _maxPendingDatagrams,
-                MaxDegreeOfParallelism = Environment.ProcessorCount,
+                // One reply at a time. With room for two, a datagram that arrives while the replier waits in
+                // WaitForNextDatagram starts a second processing task (a Task each time) unless that one lingers
+                // too, and two lingering repliers cost more than they gain under light load on a small machine.
+                MaxDegreeOfParallelism = 1,
             });
         var loops = new Task[_concurrentReceives];
         for (int i = 0; i < loops.Length; i++)
@@ -98,7 +124,9 @@ public sealed class UdpEchoServer : EchoServer
     private protected override Task StopReceivingAsync()
     {
         // Datagrams already received are still answered; later ones are declined and their args released.
+        // The stopping token is already cancelled, so a replier woken now does not wait again.
         _replies?.Complete();
+        WakeReplier();
         return Task.CompletedTask;
     }
 
@@ -115,6 +143,9 @@ public sealed class UdpEchoServer : EchoServer
         // Closing the socket completes the pending receives; each loop then returns its args.
         _socket?.Dispose();
         await _receiveLoops.ConfigureAwait(false);
+
+        // The receive loops and the reply block are done: nobody waits on or sets the event any more.
+        _datagramQueued.Dispose();
         s_logger.Info("UDP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
     }
 
@@ -123,6 +154,7 @@ public sealed class UdpEchoServer : EchoServer
         // Run on the thread pool, not on the caller of StartAsync.
         await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
         CancellationToken stopping = StoppingToken;
+        AddressFamily family = socket.AddressFamily;
         try
         {
             while (!stopping.IsCancellationRequested)
@@ -136,7 +168,9 @@ public sealed class UdpEchoServer : EchoServer
                 try
                 {
                     var args = (PooledSocketArgs)slot.Object;
-                    args.RemoteEndPoint = _anyEndPoint;
+
+                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+                    args.RemoteEndPoint = args.SenderEndPoint(family);
                     SocketError error;
                     try
                     {
@@ -151,10 +185,14 @@ public sealed class UdpEchoServer : EchoServer
                     if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
                         && (args.SocketFlags & SocketFlags.Truncated) == 0)
                     {
-                        // The block owns the args from here; a full block makes this receive loop wait.
-                        handedOver = replies.Post(args)
-                            || await replies.SendAsync(args, stopping).ConfigureAwait(false);
-                        if (!handedOver)
+                        // The block owns the args from here (it may already be replied to and reused when Post
+                        // returns); a full block makes this receive loop wait.
+                        handedOver = replies.Post(args) || await WaitForRoomAsync(replies, args, stopping).ConfigureAwait(false);
+                        if (handedOver)
+                        {
+                            WakeReplier();
+                        }
+                        else
                         {
                             CountDrop();
                         }
@@ -184,6 +222,25 @@ public sealed class UdpEchoServer : EchoServer
         }
     }
 
+    /// <summary>Offers a datagram the full block refused, waiting until it has room (the slow path).</summary>
+    /// <returns>Whether the block took the datagram; <see langword="false"/> once it declines for good (stopping).</returns>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private async ValueTask<bool> WaitForRoomAsync(ActionBlock<PooledSocketArgs> replies, PooledSocketArgs args, CancellationToken stopping)
+    {
+        // Announce the postponed datagram before waking the replier, so that it does not go back to waiting for a
+        // queued one while this waits for room (with a bound of one, the datagram in its hands fills the block).
+        Interlocked.Increment(ref _waitingForRoom);
+        try
+        {
+            WakeReplier();
+            return await replies.SendAsync(args, stopping).ConfigureAwait(false);
+        }
+        finally
+        {
+            Interlocked.Decrement(ref _waitingForRoom);
+        }
+    }
+
     /// <returns>Whether the receive loop goes on.</returns>
     private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)
     {
@@ -192,7 +249,7 @@ public sealed class UdpEchoServer : EchoServer
             case SocketError.Success:
             case SocketError.MessageSize:
                 CountDrop();
-                s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", args.RemoteEndPoint, _maxDatagramSize);
+                s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", SenderOf(args), _maxDatagramSize);
                 return true;
             case SocketError.ConnectionReset:
             case SocketError.ConnectionRefused:
@@ -212,40 +269,127 @@ public sealed class UdpEchoServer : EchoServer
         }
     }
 
-    private async Task ReplyAsync(PooledSocketArgs args)
+    /// <summary>The reply block's action: sends the datagram back from its own buffer and releases the args.</summary>
+    private void Reply(PooledSocketArgs args)
     {
-        PoolSlot<SocketAsyncEventArgs> slot = args.Slot;
         int length = args.BytesTransferred;
+        Exception? failure = null;
         try
         {
-            args.SetBuffer(0, length);
-            await args.SendToAsync(_socket!).ConfigureAwait(false);
-            if (args.SocketError == SocketError.Success)
+            // A synchronous send: a datagram socket takes the datagram or fails at once (it waits only while its
+            // send buffer is full), and to the address the receive left in the args' endpoint, already serialized.
+            ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
+            if (args.RemoteEndPoint is ReusableIPEndPoint sender)
+            {
+                _socket!.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+            }
+            else
+            {
+                // A sender the reusable endpoint could not take in place (see ReusableIPEndPoint.Create).
+                _socket!.SendTo(datagram, SocketFlags.None, args.RemoteEndPoint!);
+            }
+        }
+        catch (Exception ex)
+        {
+            failure = ex;
+        }
+
+        EndReply(args, length, failure);
+        WaitForNextDatagram();
+    }
+
+    /// <summary>Counts and logs a finished reply and returns its args to the pool.</summary>
+    private void EndReply(PooledSocketArgs args, int length, Exception? exception)
+    {
+        try
+        {
+            if (exception is null)
             {
                 CountEcho(length);
                 if (s_logger.IsTraceEnabled)
                 {
-                    s_logger.Trace("UDP echoed {Bytes} bytes to {RemoteEndPoint}", length, args.RemoteEndPoint);
+                    s_logger.Trace("UDP echoed {Bytes} bytes to {RemoteEndPoint}", length, SenderOf(args));
                 }
             }
             else
             {
                 CountDrop();
-                s_logger.Debug("UDP reply to {RemoteEndPoint} failed: {SocketError}", args.RemoteEndPoint, args.SocketError);
+                switch (exception)
+                {
+                    case SocketException socketException:
+                        s_logger.Debug("UDP reply to {RemoteEndPoint} failed: {SocketError}", SenderOf(args), socketException.SocketErrorCode);
+                        break;
+                    case ObjectDisposedException:
+                        // The socket was closed at the end of the stop grace period.
+                        break;
+                    default:
+                        s_logger.Warn(exception, "UDP reply to {RemoteEndPoint} failed", SenderOf(args));
+                        break;
+                }
             }
-        }
-        catch (ObjectDisposedException)
-        {
-            CountDrop();
-        }
-        catch (Exception ex)
-        {
-            CountDrop();
-            s_logger.Warn(ex, "UDP reply to {RemoteEndPoint} failed", args.RemoteEndPoint);
         }
         finally
         {
-            Pool.Release(slot);
+            Pool.Release(args.Slot);
         }
     }
+
+    /// <summary>
+    /// Called by the reply block's action after a reply when no datagram is queued: waits briefly for the next
+    /// one, so that the block's processing task goes on instead of ending.
+    /// </summary>
+    /// <remarks>
+    /// <para>
+    /// An <see cref="ActionBlock{TInput}"/> ends its processing task as soon as its queue is empty, and the next
+    /// datagram posted starts a new <see cref="Task"/>. A server that keeps up with its load finds its queue
+    /// empty after most replies, so that costs about one Task (64 bytes) per datagram. Waiting here instead
+    /// keeps one task, and its thread, for as long as datagrams keep coming; after <see cref="s_replierLinger"/>
+    /// without one, or once the server stops, the action returns and the task ends as usual.
+    /// </para>
+    /// <para>
+    /// Handshake, lock-free: the replier resets the event, publishes <see cref="_replierWaiting"/> = 1 with a
+    /// full fence, then checks the queue and <see cref="_waitingForRoom"/>; a receive loop enqueues (or counts
+    /// itself in <see cref="_waitingForRoom"/>), then swaps the flag back to 0 with CompareExchange, a full fence,
+    /// and sets the event if it was 1. So either the replier sees the datagram, or the receive loop sees the flag
+    /// and wakes it: no datagram waits for the linger to run out. A late set only makes a later wait return early.
+    /// A datagram refused by a full block is not in the queue: it is taken from its sender only once this
+    /// action returns (with a bound of one, the datagram just replied to is what fills the block), hence the
+    /// second condition.
+    /// </para>
+    /// </remarks>
+    private void WaitForNextDatagram()
+    {
+        Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
+        ActionBlock<PooledSocketArgs> replies = _replies!;
+        if (replies.InputCount > 0)
+        {
+            return;
+        }
+
+        _datagramQueued.Reset();
+        Interlocked.Exchange(ref _replierWaiting, 1);
+        if (replies.InputCount == 0 && Volatile.Read(ref _waitingForRoom) == 0 && !StoppingToken.IsCancellationRequested)
+        {
+            _datagramQueued.Wait(s_replierLinger);
+        }
+
+        Volatile.Write(ref _replierWaiting, 0);
+    }
+
+    /// <summary>Wakes the replier if it waits in <see cref="WaitForNextDatagram"/>.</summary>
+    private void WakeReplier()
+    {
+        if (Interlocked.CompareExchange(ref _replierWaiting, 0, 1) == 1)
+        {
+            _datagramQueued.Set();
+        }
+    }
+
+    /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
+    /// the args' own endpoint changes with its next receive.</summary>
+    private static IPEndPoint? SenderOf(PooledSocketArgs args) => args.RemoteEndPoint switch
+    {
+        ReusableIPEndPoint reusable => reusable.Snapshot(),
+        var other => other as IPEndPoint,
+    };
 }

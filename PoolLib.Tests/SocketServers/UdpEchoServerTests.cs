@@ -93,15 +93,19 @@ public sealed class UdpEchoServerTests
         Assert.That(counters.PoolTotalCount, Is.LessThanOrEqualTo(new UdpEchoServerOptions().MaxPendingDatagrams + new UdpEchoServerOptions().ConcurrentReceives));
     }
 
-    [Test]
+    // One byte over the limit still fits the receive buffer (which has a spare byte to tell); the
+    // larger ones do not, and arrive truncated: neither kind may be echoed.
+    [TestCase(1)]
+    [TestCase(1_000)]
+    [TestCase(60_000)]
     [CancelAfter(20_000)]
-    public async Task Echo_OversizedDatagram_DroppedThenNormalOnesEchoed(CancellationToken cancellationToken)
+    public async Task Echo_OversizedDatagram_DroppedThenNormalOnesEchoed(int bytesOverLimit, CancellationToken cancellationToken)
     {
         const int MaxSize = 1024;
         await using var server = await StartAsync(options => options.MaxDatagramSize = MaxSize, cancellationToken);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
-        byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + 1).ToArray();
+        byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + bytesOverLimit).ToArray();
         byte[] largest = Enumerable.Repeat((byte)0x11, MaxSize).ToArray();
         byte[] small = [1, 2, 3];
 
@@ -181,6 +185,147 @@ public sealed class UdpEchoServerTests
         {
             await server.DisposeAsync();
         }
+    }
+
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Echo_OnePendingDatagram_EchoesEveryDatagramOfAWindow(CancellationToken cancellationToken)
+    {
+        // With room for one datagram, the one being replied to fills the reply block: every datagram that comes in
+        // meanwhile waits for room instead of being queued, and must still be answered without waiting for the
+        // replier to give up on a queued one.
+        const int Datagrams = 2_000;
+        const int Window = 8;
+        await using var server = await StartAsync(options => options.MaxPendingDatagrams = 1, cancellationToken);
+        using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        byte[] receiveBuffer = new byte[64];
+        var outstanding = new HashSet<int>();
+        int next = 0;
+        int mismatches = 0;
+
+        while (next < Datagrams || outstanding.Count > 0)
+        {
+            while (next < Datagrams && outstanding.Count < Window)
+            {
+                byte[] datagram = new byte[8];
+                BinaryPrimitives.WriteInt32LittleEndian(datagram, next);
+                BinaryPrimitives.WriteInt32LittleEndian(datagram.AsSpan(4), ~next);
+                outstanding.Add(next++);
+                await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            }
+
+            int received = await ReceiveWithinAsync(client, receiveBuffer, cancellationToken);
+            int sequence = BinaryPrimitives.ReadInt32LittleEndian(receiveBuffer);
+            if (received != 8 || BinaryPrimitives.ReadInt32LittleEndian(receiveBuffer.AsSpan(4)) != ~sequence || !outstanding.Remove(sequence))
+            {
+                mismatches++;
+            }
+        }
+
+        await WaitForIdleAsync(server, cancellationToken);
+        Assert.That(mismatches, Is.Zero);
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Echo_IPv6Senders_EachEchoGoesBackToItsSender(CancellationToken cancellationToken)
+    {
+        if (!Socket.OSSupportsIPv6)
+        {
+            Assert.Ignore("IPv6 is not available on this machine.");
+        }
+
+        const int Senders = 4;
+        const int PerSender = 500;
+        await using var server = await StartAsync(options => options.Address = IPAddress.IPv6Loopback, cancellationToken);
+
+        async Task<int> RunSenderAsync(int sender)
+        {
+            using var client = new Socket(AddressFamily.InterNetworkV6, SocketType.Dgram, ProtocolType.Udp);
+            client.Bind(new IPEndPoint(IPAddress.IPv6Loopback, 0));
+            byte[] datagram = new byte[8];
+            byte[] receiveBuffer = new byte[64];
+            int mismatches = 0;
+            for (int i = 0; i < PerSender; i++)
+            {
+                BinaryPrimitives.WriteInt32LittleEndian(datagram, sender);
+                BinaryPrimitives.WriteInt32LittleEndian(datagram.AsSpan(4), i);
+                await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+                int received = await ReceiveWithinAsync(client, receiveBuffer, cancellationToken);
+                if (!receiveBuffer.AsSpan(0, received).SequenceEqual(datagram))
+                {
+                    mismatches++;
+                }
+            }
+
+            return mismatches;
+        }
+
+        int[] mismatches = await Task.WhenAll(Enumerable.Range(0, Senders).Select(sender => Task.Run(() => RunSenderAsync(sender), cancellationToken)));
+        await WaitForIdleAsync(server, cancellationToken);
+
+        Assert.That(mismatches, Is.All.Zero, "every sender gets exactly its own datagrams back");
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Senders * PerSender));
+        Assert.That(server.LocalEndPoint!.AddressFamily, Is.EqualTo(AddressFamily.InterNetworkV6));
+    }
+
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Echo_SteadyStream_AllocatesNoObjectPerDatagram(CancellationToken cancellationToken)
+    {
+        // A blocking client on this thread allocates nothing per datagram and counts what it does allocate, so the
+        // process-wide growth minus the client's is the server's, plus what the runtime and the test host do
+        // meanwhile (a few hundred KB at most: the socket layer's own operation objects, the test host's messages).
+        // An object per datagram (24 bytes at the very least; the reply Task was 64, the sender's endpoint 72)
+        // would be far above the bound; the benchmark measures the exact figure over longer runs.
+        const int Warmup = 5_000;
+        const int Measured = 50_000;
+        const int Window = 4;
+        const double MaxBytesPerDatagram = 8;
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp) { ReceiveTimeout = (int)s_echoTimeout.TotalMilliseconds };
+        client.Connect(server.LocalEndPoint!);
+        byte[] datagram = new byte[32];
+        byte[] echo = new byte[64];
+        int shortEchoes = 0;
+
+        void Exchange(int count)
+        {
+            for (int i = 0; i < Window; i++)
+            {
+                client.Send(datagram);
+            }
+
+            for (int i = 0; i < count; i++)
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                if (client.Receive(echo) != datagram.Length)
+                {
+                    shortEchoes++;
+                }
+
+                if (i < count - Window)
+                {
+                    client.Send(datagram);
+                }
+            }
+        }
+
+        Exchange(Warmup);
+        long clientBefore = GC.GetAllocatedBytesForCurrentThread();
+        long before = GC.GetTotalAllocatedBytes(precise: true);
+        Exchange(Measured);
+        long after = GC.GetTotalAllocatedBytes(precise: true);
+        long clientAllocated = GC.GetAllocatedBytesForCurrentThread() - clientBefore;
+        double serverBytesPerDatagram = (double)(after - before - clientAllocated) / Measured;
+        await WaitForIdleAsync(server, cancellationToken);
+
+        Assert.That(shortEchoes, Is.Zero);
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Warmup + Measured));
+        Assert.That(serverBytesPerDatagram, Is.LessThan(MaxBytesPerDatagram), $"the server allocated {serverBytesPerDatagram:F2} B per echoed datagram");
     }
 
     private static async Task<UdpEchoServer> StartAsync(Action<UdpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)

@@ -28,6 +28,9 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     // Reset before each awaited operation; completed once by OnCompleted when that operation was pending.
     private ManualResetValueTaskSourceCore<bool> _source;
 
+    // The endpoint receive-froms report senders in; created on first use, kept for the life of the object.
+    private ReusableIPEndPoint? _sender;
+
     // 1 while an operation started through Start is pending: its completion signals _source instead of
     // raising Completed. Written before the operation starts and exchanged back to 0 exactly once.
     private int _awaiting;
@@ -44,6 +47,23 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
 
     /// <summary>The pool slot this args travels with (kept in <see cref="SocketAsyncEventArgs.UserToken"/>).</summary>
     public PoolSlot<SocketAsyncEventArgs> Slot => (PoolSlot<SocketAsyncEventArgs>)UserToken!;
+
+    /// <summary>
+    /// The endpoint this args' receive-froms update in place (see <see cref="ReusableIPEndPoint"/>): set it as
+    /// <see cref="SocketAsyncEventArgs.RemoteEndPoint"/> before each receive-from. Created on first use and kept
+    /// across pool rentals, so only the first receive of each args allocates it.
+    /// </summary>
+    /// <param name="family">The receiving socket's address family.</param>
+    /// <returns>The same object on every call for the same family.</returns>
+    public ReusableIPEndPoint SenderEndPoint(AddressFamily family)
+    {
+        if (_sender is { } sender && sender.AddressFamily == family)
+        {
+            return sender;
+        }
+
+        return _sender = new ReusableIPEndPoint(family);
+    }
 
     public ValueTask AcceptAsync(Socket listener) => Start(listener, s_accept);
 
