@@ -249,7 +249,10 @@ public sealed class UdpEchoServer : EchoServer
             case SocketError.Success:
             case SocketError.MessageSize:
                 CountDrop();
-                s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", SenderOf(args), _maxDatagramSize);
+                if (s_logger.IsWarnEnabled)
+                {
+                    s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", SenderOf(args), _maxDatagramSize);
+                }
                 return true;
             case SocketError.ConnectionReset:
             case SocketError.ConnectionRefused:
@@ -279,6 +282,12 @@ public sealed class UdpEchoServer : EchoServer
             // A synchronous send: a datagram socket takes the datagram or fails at once (it waits only while its
             // send buffer is full), and to the address the receive left in the args' endpoint, already serialized.
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
+            if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
+            {
+                // No sender could be read (see ReusableIPEndPoint.Create): nobody to answer.
+                throw new SocketException((int)SocketError.AddressNotAvailable);
+            }
+
             if (args.RemoteEndPoint is ReusableIPEndPoint sender)
             {
                 _socket!.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
@@ -317,13 +326,19 @@ public sealed class UdpEchoServer : EchoServer
                 switch (exception)
                 {
                     case SocketException socketException:
-                        s_logger.Debug("UDP reply to {RemoteEndPoint} failed: {SocketError}", SenderOf(args), socketException.SocketErrorCode);
+                        if (s_logger.IsDebugEnabled)
+                        {
+                            s_logger.Debug("UDP reply to {RemoteEndPoint} failed: {SocketError}", SenderOf(args), socketException.SocketErrorCode);
+                        }
                         break;
                     case ObjectDisposedException:
                         // The socket was closed at the end of the stop grace period.
                         break;
                     default:
-                        s_logger.Warn(exception, "UDP reply to {RemoteEndPoint} failed", SenderOf(args));
+                        if (s_logger.IsWarnEnabled)
+                        {
+                            s_logger.Warn(exception, "UDP reply to {RemoteEndPoint} failed", SenderOf(args));
+                        }
                         break;
                 }
             }
@@ -360,8 +375,10 @@ public sealed class UdpEchoServer : EchoServer
     private void WaitForNextDatagram()
     {
         Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
+        // With room for one datagram, the block stays full while this waits (its count drops only when the action
+        // returns), so every datagram arriving meanwhile would take the slow, allocating SendAsync path: don't wait.
         ActionBlock<PooledSocketArgs> replies = _replies!;
-        if (replies.InputCount > 0)
+        if (_maxPendingDatagrams == 1 || replies.InputCount > 0)
         {
             return;
         }

@@ -67,6 +67,10 @@ internal sealed class ReusableIPEndPoint : IPEndPoint
         if (addressBytes == 0 || raw.Length > SocketAddress.Buffer.Length)
         {
             // Not an address this endpoint can take in place: the base class validates it and builds a new one.
+            // If that throws, the runtime keeps this endpoint as the datagram's sender, so forget the previous
+            // sender first: port 0 makes the reply a drop instead of a datagram to somebody else.
+            Port = 0;
+            SocketAddress.Buffer.Span.Slice(PortOffset, sizeof(ushort)).Clear();
             return base.Create(socketAddress);
         }
 
