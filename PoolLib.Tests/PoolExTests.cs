@@ -89,8 +89,7 @@ public sealed class PoolExTests
     [Test]
     public void TakeObject_AfterDispose_Throws()
     {
-        var pool = new BufferPool(2);
-        pool.Dispose();
+        BufferPool pool = DisposedPool();
 
         Assert.Throws<ObjectDisposedException>(() => pool.TakeObject());
 
@@ -100,8 +99,7 @@ public sealed class PoolExTests
     [Test]
     public void TakeObjectAsync_AfterDispose_Throws()
     {
-        var pool = new BufferPool(2);
-        pool.Dispose();
+        BufferPool pool = DisposedPool();
 
         Assert.Throws<ObjectDisposedException>(() => pool.TakeObjectAsync());
 
@@ -161,6 +159,13 @@ public sealed class PoolExTests
 
         Assert.That(take.IsCompletedSuccessfully, Is.True);
         Assert.That(await take, Is.Not.Null);
+    }
+
+    private static BufferPool DisposedPool()
+    {
+        var pool = new BufferPool(2);
+        pool.Dispose();
+        return pool;
     }
 
     private sealed class PooledBuffer : IPoolSlotHolder<PooledBuffer>, IDisposable
