@@ -11,8 +11,9 @@ namespace PoolLib;
 /// <remarks>
 /// <para>
 /// Algorithm: a push first tries the cell of the core the caller runs on (a compare-and-swap from
-/// empty), and only if that cell is taken pushes onto the shared stack. A pop first empties the
-/// caller's cell (an exchange with empty), then pops the stack, then sweeps the other cores' cells.
+/// empty), and only if that cell is taken pushes onto the shared stack. A take first empties the
+/// caller's cell (an exchange with empty, <see cref="TryPopLocal"/>); failing that it pops the stack,
+/// then sweeps every core's cell (<see cref="TryPop"/>).
 /// A thread that takes and returns on the same core therefore touches only its own cache line and
 /// allocates nothing; so does the stack, whose nodes are the slots themselves.
 /// </para>
@@ -99,8 +100,6 @@ internal sealed class SlotStorage<T> where T : class
         return false;
     }
 
-    /// <summary>Takes any stored slot: the local cell, else the stack, else another core's cell.</summary>
-    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot) => TryPopLocal(out slot) || TryPopShared(out slot);
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private ref object? LocalCell() => ref _cells[Thread.GetCurrentProcessorId() & _cellMask].Value;
@@ -108,15 +107,20 @@ internal sealed class SlotStorage<T> where T : class
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void PushToStack(PoolSlot<T> slot) => _stack.Push(slot);
 
+    /// <summary>
+    /// Takes any stored slot: the stack, else any core's cell, the caller's included. Every caller has
+    /// just tried <see cref="TryPopLocal"/> or does not care which slot it gets, so the local cell is
+    /// not probed first (that would read the core number a second time).
+    /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot)
+    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         if (_stack.TryPop(out slot))
         {
             return true;
         }
 
-        // The owning core's thread may have been moved, or the slot returned on another core: sweep.
+        // The owning core's thread may have been moved, or the slot returned on another core: sweep every cell.
         for (int i = 0; i < _cells.Length; i++)
         {
             ref object? cell = ref _cells[i].Value;
