@@ -43,7 +43,6 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
         IdleClientCounts counts = await clients.EchoAsync().ConfigureAwait(false);
         return new IdleResult(
             server.Name,
-            "child",
             count,
             counts.Connected,
             counts.Echoed,

@@ -3,11 +3,10 @@ namespace PoolBench;
 /// <summary>
 /// The idle-connections check of one server, as written to JSON. The heap figures are this
 /// process's managed heap after a full collection, so they are the server's only when it runs in
-/// this process (null otherwise); <see cref="Clients"/> says where the client ends lived.
+/// this process (null otherwise).
 /// </summary>
 internal sealed record IdleResult(
     string Server,
-    string Clients,
     int Connections,
     int Connected,
     int Echoed,

@@ -277,17 +277,29 @@ public sealed class UdpEchoServer : EchoServer
     {
         int length = args.BytesTransferred;
         Exception? failure = null;
+        if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
+        {
+            // No sender could be read (see ReusableIPEndPoint.Create): nobody to answer.
+            failure = new SocketException((int)SocketError.AddressNotAvailable);
+        }
+        else
+        {
+            failure = TrySend(args, length);
+        }
+
+        EndReply(args, length, failure);
+        WaitForNextDatagram();
+    }
+
+    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender.</summary>
+    /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
+    private Exception? TrySend(PooledSocketArgs args, int length)
+    {
         try
         {
             // A synchronous send: a datagram socket takes the datagram or fails at once (it waits only while its
             // send buffer is full), and to the address the receive left in the args' endpoint, already serialized.
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
-            if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
-            {
-                // No sender could be read (see ReusableIPEndPoint.Create): nobody to answer.
-                throw new SocketException((int)SocketError.AddressNotAvailable);
-            }
-
             if (args.RemoteEndPoint is ReusableIPEndPoint sender)
             {
                 _socket!.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
@@ -297,14 +309,13 @@ public sealed class UdpEchoServer : EchoServer
                 // A sender the reusable endpoint could not take in place (see ReusableIPEndPoint.Create).
                 _socket!.SendTo(datagram, SocketFlags.None, args.RemoteEndPoint!);
             }
+
+            return null;
         }
         catch (Exception ex)
         {
-            failure = ex;
+            return ex;
         }
-
-        EndReply(args, length, failure);
-        WaitForNextDatagram();
     }
 
     /// <summary>Counts and logs a finished reply and returns its args to the pool.</summary>

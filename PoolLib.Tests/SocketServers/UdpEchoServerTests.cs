@@ -192,8 +192,8 @@ public sealed class UdpEchoServerTests
     public async Task Echo_OnePendingDatagram_EchoesEveryDatagramOfAWindow(CancellationToken cancellationToken)
     {
         // With room for one datagram, the one being replied to fills the reply block: every datagram that comes in
-        // meanwhile waits for room instead of being queued, and must still be answered without waiting for the
-        // replier to give up on a queued one.
+        // meanwhile is refused by Post and waits for room (SendAsync) instead of being queued. Every one of them
+        // must still be answered, exactly once, with nothing dropped.
         const int Datagrams = 2_000;
         const int Window = 8;
         await using var server = await StartAsync(options => options.MaxPendingDatagrams = 1, cancellationToken);

@@ -97,11 +97,13 @@ internal sealed class SlotStack<T> where T : class
 
                 // The depth is that of the head read above only if the head is still the same
                 // (same version) after reading it; otherwise the entry may be stale or recycled.
-                PoolSlot<T>? slot = Volatile.Read(ref _registry)[top - 1];
-                int depth = slot is null ? 0 : Volatile.Read(ref slot.DepthInStack);
-                if (slot is not null && Volatile.Read(ref _head) == head)
+                if (Volatile.Read(ref _registry)[top - 1] is { } slot)
                 {
-                    return depth;
+                    int depth = Volatile.Read(ref slot.DepthInStack);
+                    if (Volatile.Read(ref _head) == head)
+                    {
+                        return depth;
+                    }
                 }
 
                 spinner.SpinOnce(sleep1Threshold: -1);

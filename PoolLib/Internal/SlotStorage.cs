@@ -100,7 +100,6 @@ internal sealed class SlotStorage<T> where T : class
         return false;
     }
 
-
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private ref object? LocalCell() => ref _cells[Thread.GetCurrentProcessorId() & _cellMask].Value;
 
