@@ -6,11 +6,15 @@ namespace PoolLib;
 
 // The waiting half of Pool<T>: what a taker does when it finds the pool exhausted.
 //
-// Protocol. A waiter joins the queue (under _waiters' lock, incrementing _waiterCount with an
-// interlocked operation) and then calls ServeWaiters itself. Every Store and every return of budget
-// reads _waiterCount after its own interlocked operation and calls ServeWaiters when it is non-zero.
-// ServeWaiters, under the lock, hands idle slots, then units of budget, to the queue's head in order.
-// Because both sides fence between "publish" and "look", at least one of them sees the other, so a
+// Protocol. A waiter first enters the storage's foreign-access gate, which ends with every thread
+// either done with its own cache or certain to see the gate closed; it then joins the queue (under
+// _waiters' lock, incrementing _waiterCount with an interlocked operation) and calls ServeWaiters
+// itself. While the gate is closed no release keeps a slot in its thread's cache: every release
+// pushes onto the shared stack, and every push and every return of budget reads _waiterCount after
+// its own interlocked operation and calls ServeWaiters when it is non-zero. ServeWaiters, under the
+// lock, hands idle slots (the stack, then any thread's cache), then units of budget, to the queue's
+// head in order. Slots kept in caches before the gate closed are found by the waiter's own call;
+// for the rest, both sides fence between "publish" and "look", so at least one sees the other and a
 // slot or unit never sits idle while a waiter sleeps (no lost wake-up).
 //
 // Completion. A waiter is completed (result, cancellation, or ObjectDisposedException) only under
@@ -48,9 +52,17 @@ public abstract partial class Pool<T>
             return null;
         }
 
-        if (TrySpinTake(out slot))
+        _storage.EnterForeign();
+        try
         {
-            return slot;
+            if (TrySpinTake(out slot))
+            {
+                return slot;
+            }
+        }
+        finally
+        {
+            _storage.ExitForeign();
         }
 
         PoolWaiter<T> waiter = Enqueue();
@@ -75,7 +87,8 @@ public abstract partial class Pool<T>
 
     /// <summary>
     /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
-    /// turns up with no waiter queued. Only a thread that is about to block does this.
+    /// turns up with no waiter queued. Only a thread that is about to block does this, inside the
+    /// storage's gate, so that meanwhile every release goes to the shared stack where it looks.
     /// </summary>
     /// <remarks>
     /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
@@ -92,7 +105,7 @@ public abstract partial class Pool<T>
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
-            if (TryTakeWithoutWaiting(out slot))
+            if (TryTakeWithoutWaiting(out slot, insideGate: true))
             {
                 return true;
             }
@@ -154,14 +167,25 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
+    /// <remarks>
+    /// A waiter stays inside the storage's gate while it is queued (it enters here, and
+    /// <see cref="Unlink"/> exits), so threads stop keeping slots in their own caches and ServeWaiters
+    /// may take from those caches on its behalf.
+    /// </remarks>
     private PoolWaiter<T> Enqueue()
     {
         var waiter = new PoolWaiter<T>(this);
+        _storage.EnterForeign();
         lock (_waiters)
         {
             // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
             // linked after that would never be woken: refuse it here instead.
-            ThrowIfDisposed();
+            if (Volatile.Read(ref _disposed) != 0)
+            {
+                _storage.ExitForeign();
+                ThrowDisposed();
+            }
+
             _waiters.AddLast(waiter.Node);
             Interlocked.Increment(ref _waiterCount);
         }
@@ -178,7 +202,8 @@ public abstract partial class Pool<T>
             while (_waiters.First is { } node)
             {
                 PoolWaiter<T> waiter = node.Value;
-                if (_storage.TryPop(out PoolSlot<T>? slot))
+                // The head waiter holds the gate closed until it is unlinked, so its caches may be drained.
+                if (_storage.TryTakeAny(out PoolSlot<T>? slot))
                 {
                     Unlink(node);
                     bool handed = waiter.TrySetResult(slot);
@@ -231,5 +256,6 @@ public abstract partial class Pool<T>
         Debug.Assert(Monitor.IsEntered(_waiters));
         _waiters.Remove(node);
         Interlocked.Decrement(ref _waiterCount);
+        _storage.ExitForeign();
     }
 }

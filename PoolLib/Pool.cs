@@ -37,7 +37,11 @@ public abstract partial class Pool<T> : IDisposable where T : class
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotStorage<T> _storage = new();
 
-    // 0 while the pool is live, 1 from the start of Dispose on; set once with Interlocked.Exchange.
+    // 1 once Dispose has started; makes Dispose run once.
+    private int _disposeStarted;
+
+    // 0 while the pool is live, 1 once Dispose has closed the storage's foreign-access gate for
+    // good (so whoever reads 1 may take from any thread's cache); set with Interlocked.Exchange.
     private int _disposed;
 
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
@@ -59,9 +63,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a read per core, whatever the pool's size. Exact when no take or release is in flight;
-    /// under concurrent use a snapshot, which is never greater than <see cref="TotalCount"/> (a slot
-    /// moving between per-core cells during the read could otherwise be counted twice).
+    /// Costs a few reads per thread that has used the pool, whatever the pool's size. Exact when no
+    /// take or release is in flight; under concurrent use a snapshot, which is never greater than
+    /// <see cref="TotalCount"/> (a slot moving between a thread's cache and the shared stack during
+    /// the read could otherwise be counted twice).
     /// </remarks>
     public int AvailableCount => Math.Min(_storage.Count, TotalCount);
 
@@ -263,20 +268,27 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <param name="disposing"><see langword="true"/> when called from <see cref="Dispose()"/>.</param>
     protected virtual void Dispose(bool disposing)
     {
-        if (!disposing || Interlocked.Exchange(ref _disposed, 1) != 0)
+        if (!disposing || Interlocked.Exchange(ref _disposeStarted, 1) != 0)
         {
             return;
         }
 
+        // Enter the gate for good before saying so: from here on no thread keeps slots in its own
+        // cache, and whoever reads _disposed may drain every cache (see DiscardStored).
+        _storage.EnterForeign();
+        Interlocked.Exchange(ref _disposed, 1);
         FailAllWaiters();
         DiscardStored();
     }
 
-    /// <summary>The path every take tries first: the calling core's idle object, with no waiter ahead.</summary>
+    /// <summary>
+    /// The path every take tries first: an idle object the calling thread kept. It fails whenever a
+    /// taker waits or the pool is disposed, because both hold the storage's gate closed.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private bool TryTakeFast([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (Volatile.Read(ref _waiterCount) == 0 && Volatile.Read(ref _disposed) == 0 && _storage.TryPopLocal(out slot))
+        if (_storage.TryTakeOwn(out slot))
         {
             slot.MarkRented();
             return true;
@@ -287,12 +299,14 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
-    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="insideGate">Whether the caller is already inside the storage's gate.</param>
+    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot, bool insideGate = false)
     {
         ThrowIfDisposed();
         if (Volatile.Read(ref _waiterCount) == 0)
         {
-            if (_storage.TryPop(out slot))
+            if (_storage.TryPopShared(out slot) || TrySteal(out slot, insideGate))
             {
                 slot.MarkRented();
                 return true;
@@ -307,6 +321,31 @@ public abstract partial class Pool<T> : IDisposable where T : class
 
         slot = null;
         return false;
+    }
+
+    /// <summary>Takes a slot another thread (or this one) kept in its cache, entering the gate only if some cache looks non-empty.</summary>
+    private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, bool insideGate)
+    {
+        if (insideGate)
+        {
+            return _storage.TrySteal(out slot);
+        }
+
+        if (!_storage.MayHoldCached())
+        {
+            slot = null;
+            return false;
+        }
+
+        _storage.EnterForeign();
+        try
+        {
+            return _storage.TrySteal(out slot);
+        }
+        finally
+        {
+            _storage.ExitForeign();
+        }
     }
 
     /// <summary>Makes an object and its slot with one unit of budget the caller already holds.</summary>
@@ -339,10 +378,24 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void Store(PoolSlot<T> slot)
     {
         slot.MarkInPool();
-        _storage.Push(slot);
+
+        // Kept in the caller's own cache only while the gate is open, that is with no waiter and
+        // before Dispose; a waiter or Dispose entering the gate later finds it there (see ForeignAccessGate).
+        if (!_storage.TryKeepOwn(slot))
+        {
+            StoreShared(slot);
+        }
+    }
+
+    /// <summary>Stores an in-pool slot on the shared stack, then serves waiters or drains a disposed pool.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void StoreShared(PoolSlot<T> slot)
+    {
+        _storage.PushShared(slot);
 
         // The push is a full fence (an interlocked operation), so these reads cannot move before it.
         // A new waiter increments _waiterCount (interlocked) before it looks in storage, and Dispose
@@ -375,10 +428,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
     }
 
-    /// <summary>Discards every stored slot; used once the pool is disposed.</summary>
+    /// <summary>Discards every stored slot; used once the pool is disposed, whose gate is then closed for good.</summary>
     private void DiscardStored()
     {
-        while (_storage.TryPop(out PoolSlot<T>? slot))
+        while (_storage.TryTakeAny(out PoolSlot<T>? slot))
         {
             Discard(slot);
         }

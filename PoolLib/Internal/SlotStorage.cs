@@ -1,63 +1,62 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
-using System.Numerics;
 using System.Runtime.CompilerServices;
 
 namespace PoolLib;
 
 /// <summary>
-/// Where a pool's idle slots wait: one cell per core in front of a lock-free stack (<see cref="SlotStack{T}"/>).
+/// Where a pool's idle slots wait: a small cache per thread (<see cref="ThreadSlotCache"/>) in front
+/// of a shared lock-free stack (<see cref="SlotStack{T}"/>).
 /// </summary>
 /// <remarks>
 /// <para>
-/// Algorithm: a push first tries the cell of the core the caller runs on (a compare-and-swap from
-/// empty), and only if that cell is taken pushes onto the shared stack. A take first empties the
-/// caller's cell (an exchange with empty, <see cref="TryPopLocal"/>); failing that it pops the stack,
-/// then sweeps every core's cell (<see cref="TryPop"/>).
-/// A thread that takes and returns on the same core therefore touches only its own cache line and
-/// allocates nothing; so does the stack, whose nodes are the slots themselves.
+/// Algorithm: a store first tries the calling thread's own cache, then pushes onto the stack. A take
+/// first tries the caller's own cache (<see cref="TryTakeOwn"/>), then pops the stack
+/// (<see cref="TryPopShared"/>), then, inside the <see cref="ForeignAccessGate"/>, takes from any
+/// thread's cache (<see cref="TrySteal"/>). A thread that takes and returns works on its own cache
+/// with plain reads and writes (no interlocked operation, no shared cache line) and allocates
+/// nothing; neither does the stack, whose nodes are the slots themselves.
 /// </para>
 /// <para>
-/// Guarantees: lock-free; every slot pushed is popped at most once (each cell and the stack hand a
-/// reference to exactly one winner); a pop that returns <see langword="false"/> saw every cell and
-/// the stack empty at the moment it looked at each (a slot pushed concurrently may be missed, which
-/// callers that must not miss one cover with a second look after a fence; see
-/// <see cref="Pool{T}"/>). Not guaranteed: LIFO order across cells, or a consistent
-/// <see cref="Count"/> while pushes and pops are in flight.
+/// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
+/// neither keep nor take from their caches: every store goes to the stack, where waiters and
+/// thieves find it with one pop, and caches only drain.
+/// </para>
+/// <para>
+/// Guarantees: lock-free except that a thief waits for an owner that is in the middle of a plain
+/// operation on its own cache (a few instructions, unless the owner is preempted there); every slot
+/// stored is taken at most once; <see cref="TrySteal"/> returning <see langword="false"/> means every
+/// cache was empty when the thief looked at it after entering the gate. Not guaranteed: LIFO order
+/// across caches, or a consistent <see cref="Count"/> while stores and takes are in flight.
 /// </para>
 /// </remarks>
 internal sealed class SlotStorage<T> where T : class
 {
-    // Each cell holds null or one PoolSlot<T> that is in the pool (state InPool). A slot is in at
-    // most one cell or in the stack, never in two places: it is written only by the thread that
-    // owns it (its returner) and removed only by Interlocked.Exchange, which gives it to one popper.
-    private readonly PaddedReference[] _cells;
-    private readonly int _cellMask;
+    // Threads whose managed id is this or more keep no cache and use the stack only, which bounds
+    // the cache table of a process that has run very many threads at once.
+    private const int MaxCachedThreadId = 4096;
 
+    // Indexed by managed thread id; an entry, once set, is never replaced, and a larger table
+    // copies every entry. Written under _cachesLock, read without it (Volatile.Read by thieves;
+    // an owner may read a stale table, which still holds its own cache if it had one).
+    private ThreadSlotCache?[] _caches = new ThreadSlotCache?[16];
+    private readonly Lock _cachesLock = new();
+
+    private readonly ForeignAccessGate _gate = new();
     private readonly SlotStack<T> _stack = new();
 
-    public SlotStorage()
-    {
-        int cellCount = (int)BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount);
-        _cells = new PaddedReference[cellCount];
-        _cellMask = cellCount - 1;
-    }
-
     /// <summary>
-    /// Gets how many slots are stored. Exact when no push or pop is in flight; otherwise a snapshot
-    /// that may count a slot moving between cells twice, or miss it.
+    /// Gets how many slots are stored. Exact when no store or take is in flight; otherwise a snapshot
+    /// that may count a slot moving between a cache and the stack twice, or miss it.
     /// </summary>
     public int Count
     {
         get
         {
             int count = _stack.Count;
-            for (int i = 0; i < _cells.Length; i++)
+            foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
             {
-                if (Volatile.Read(ref _cells[i].Value) is not null)
-                {
-                    count++;
-                }
+                count += cache?.Count ?? 0;
             }
 
             return count;
@@ -67,30 +66,22 @@ internal sealed class SlotStorage<T> where T : class
     /// <summary>Makes a new slot storable; called once when its object is created.</summary>
     public void Register(PoolSlot<T> slot) => _stack.Register(slot);
 
-    /// <summary>Forgets a discarded slot, which is in no cell and not in the stack.</summary>
+    /// <summary>Forgets a discarded slot, which is in no cache and not in the stack.</summary>
     public void Unregister(PoolSlot<T> slot) => _stack.Unregister(slot);
 
-    /// <summary>Stores a slot that the caller owns and has marked in-pool.</summary>
+    /// <summary>Registers the caller as a thread that may take from other threads' caches; see <see cref="ForeignAccessGate"/>.</summary>
+    public void EnterForeign() => _gate.Enter();
+
+    /// <summary>Undoes one <see cref="EnterForeign"/>.</summary>
+    public void ExitForeign() => _gate.Exit();
+
+    /// <summary>Takes the newest slot the calling thread kept, if the gate is open. The cheapest way out.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public void Push(PoolSlot<T> slot)
+    public bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        Debug.Assert(slot.IsInPool);
-
-        ref object? cell = ref LocalCell();
-        if (Volatile.Read(ref cell) is null && Interlocked.CompareExchange(ref cell, slot, null) is null)
-        {
-            return;
-        }
-
-        PushToStack(slot);
-    }
-
-    /// <summary>Takes the slot in the calling core's cell, if there is one. The cheapest way out.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool TryPopLocal([NotNullWhen(true)] out PoolSlot<T>? slot)
-    {
-        ref object? cell = ref LocalCell();
-        if (Volatile.Read(ref cell) is not null && Interlocked.Exchange(ref cell, null) is { } taken)
+        ThreadSlotCache?[] caches = _caches;
+        int threadId = Environment.CurrentManagedThreadId;
+        if ((uint)threadId < (uint)caches.Length && caches[threadId]?.TryTakeOwn(_gate) is { } taken)
         {
             slot = Unsafe.As<PoolSlot<T>>(taken);
             return true;
@@ -100,30 +91,50 @@ internal sealed class SlotStorage<T> where T : class
         return false;
     }
 
+    /// <summary>Keeps a slot the caller owns and has marked in-pool in the calling thread's cache, if the gate is open and the cache has room.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private ref object? LocalCell() => ref _cells[Thread.GetCurrentProcessorId() & _cellMask].Value;
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void PushToStack(PoolSlot<T> slot) => _stack.Push(slot);
-
-    /// <summary>
-    /// Takes any stored slot: the stack, else any core's cell, the caller's included. Every caller has
-    /// just tried <see cref="TryPopLocal"/> or does not care which slot it gets, so the local cell is
-    /// not probed first (that would read the core number a second time).
-    /// </summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot)
+    public bool TryKeepOwn(PoolSlot<T> slot)
     {
-        if (_stack.TryPop(out slot))
+        Debug.Assert(slot.IsInPool);
+
+        ThreadSlotCache?[] caches = _caches;
+        int threadId = Environment.CurrentManagedThreadId;
+        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
+        return (cache ?? CreateOwnCache(threadId))?.TryKeepOwn(slot, _gate) ?? false;
+    }
+
+    /// <summary>Stores a slot the caller owns and has marked in-pool on the shared stack.</summary>
+    public void PushShared(PoolSlot<T> slot)
+    {
+        Debug.Assert(slot.IsInPool);
+        _stack.Push(slot);
+    }
+
+    /// <summary>Takes the newest slot on the shared stack, if any.</summary>
+    public bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot);
+
+    /// <summary>Whether any thread's cache looks non-empty; a hint to skip entering the gate for nothing.</summary>
+    public bool MayHoldCached()
+    {
+        foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            return true;
+            if (cache is not null && cache.MayHoldAny())
+            {
+                return true;
+            }
         }
 
-        // The owning core's thread may have been moved, or the slot returned on another core: sweep every cell.
-        for (int i = 0; i < _cells.Length; i++)
+        return false;
+    }
+
+    /// <summary>Takes a slot from any thread's cache, the caller's included. The caller must be inside the gate.</summary>
+    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        Debug.Assert(_gate.IsClosed, "Only a thread inside the gate may take from others' caches.");
+
+        foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            ref object? cell = ref _cells[i].Value;
-            if (Volatile.Read(ref cell) is not null && Interlocked.Exchange(ref cell, null) is { } taken)
+            if (cache?.Steal() is { } taken)
             {
                 slot = Unsafe.As<PoolSlot<T>>(taken);
                 return true;
@@ -132,5 +143,31 @@ internal sealed class SlotStorage<T> where T : class
 
         slot = null;
         return false;
+    }
+
+    /// <summary>Takes any stored slot, the stack first; the caller must be inside the gate.</summary>
+    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => TryPopShared(out slot) || TrySteal(out slot);
+
+    /// <summary>Gives the calling thread its cache; <see langword="null"/> if its id is too high to have one.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ThreadSlotCache? CreateOwnCache(int threadId)
+    {
+        if (threadId >= MaxCachedThreadId)
+        {
+            return null;
+        }
+
+        lock (_cachesLock)
+        {
+            ThreadSlotCache?[] caches = _caches;
+            if (threadId >= caches.Length)
+            {
+                Array.Resize(ref caches, Math.Min(MaxCachedThreadId, Math.Max(threadId + 1, caches.Length * 2)));
+            }
+
+            ThreadSlotCache cache = caches[threadId] ??= new ThreadSlotCache();
+            Volatile.Write(ref _caches, caches);
+            return cache;
+        }
     }
 }

@@ -1,0 +1,110 @@
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+// A release keeps its object in the releasing thread's own cache. These tests prove that an object
+// kept there is still the pool's: other threads reuse it, waiters get it, and Dispose disposes it.
+public sealed partial class PoolTests
+{
+    [Test]
+    public void TakeSlot_ObjectKeptByAnotherThread_ReusesItWithoutCreating()
+    {
+        using var pool = new TrackedPool(2);
+        PoolSlot<TrackedObject> released = OnOwnThread(() =>
+        {
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            pool.Release(slot);
+            return slot;
+        });
+
+        PoolSlot<TrackedObject> taken = pool.TakeSlot();
+
+        Assert.That(taken, Is.SameAs(released));
+        Assert.That(pool.CreatedCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
+    [Test]
+    public void TryTakeSlot_ExhaustedButObjectKeptByAnotherThread_TakesIt()
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> released = OnOwnThread(() =>
+        {
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            slot.Dispose();
+            return slot;
+        });
+
+        bool taken = pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot);
+
+        Assert.That(taken, Is.True);
+        Assert.That(slot, Is.SameAs(released));
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
+    [Test]
+    public void AvailableCount_ObjectsKeptByOtherThreads_CountsThem()
+    {
+        using var pool = new TrackedPool(4);
+        OnOwnThread(() => ReleaseAll(pool, pool.TakeSlot(), pool.TakeSlot()));
+        OnOwnThread(() => ReleaseAll(pool, pool.TakeSlot()));
+
+        Assert.That(pool.CreatedCount, Is.EqualTo(2), "the second thread reused one of the first thread's objects");
+        AssertCounts(pool, total: 2, available: 2);
+        Assert.That(pool.StoredCount, Is.EqualTo(2));
+    }
+
+    [Test]
+    public void Dispose_ObjectsKeptByOtherThreads_DisposesEachOnce()
+    {
+        var pool = new TrackedPool(ThreadSlotCache.Capacity + 2);
+        OnOwnThread(() => ReleaseAll(pool, [.. Enumerable.Range(0, ThreadSlotCache.Capacity + 2).Select(_ => pool.TakeSlot())]));
+
+        pool.Dispose();
+
+        Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task TakeSlotAsync_WaitingWhileOwnerThreadKeepsReleasing_IsHandedTheObject(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
+        Assert.That(waiting.IsCompleted, Is.False);
+
+        // The holder's thread releases; with a waiter queued it must hand over, not keep the object.
+        OnOwnThread(() =>
+        {
+            pool.Release(held);
+            return 0;
+        });
+        PoolSlot<TrackedObject> handed = await waiting;
+
+        Assert.That(handed, Is.SameAs(held));
+        Assert.That(pool.WaiterCount, Is.Zero);
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
+    /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>
+    private static TResult OnOwnThread<TResult>(Func<TResult> body)
+    {
+        TResult result = default!;
+        var thread = new Thread(() => result = body());
+        thread.Start();
+        thread.Join();
+        return result;
+    }
+
+    private static int ReleaseAll(TrackedPool pool, params PoolSlot<TrackedObject>[] slots)
+    {
+        foreach (PoolSlot<TrackedObject> slot in slots)
+        {
+            pool.Release(slot);
+        }
+
+        return slots.Length;
+    }
+}

@@ -1,0 +1,204 @@
+using System.Collections.Concurrent;
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+public sealed class ThreadSlotCacheTests
+{
+    [Test]
+    public void TryTakeOwn_AfterKeeps_ReturnsNewestFirstThenNull()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        object first = new(), second = new();
+
+        Assert.That(cache.TryKeepOwn(first, gate), Is.True);
+        Assert.That(cache.TryKeepOwn(second, gate), Is.True);
+
+        Assert.That(cache.Count, Is.EqualTo(2));
+        Assert.That(cache.TryTakeOwn(gate), Is.SameAs(second));
+        Assert.That(cache.TryTakeOwn(gate), Is.SameAs(first));
+        Assert.That(cache.TryTakeOwn(gate), Is.Null);
+        Assert.That(cache.Count, Is.Zero);
+    }
+
+    [Test]
+    public void TryKeepOwn_CacheFull_ReturnsFalse()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        for (int i = 0; i < ThreadSlotCache.Capacity; i++)
+        {
+            Assert.That(cache.TryKeepOwn(new object(), gate), Is.True);
+        }
+
+        Assert.That(cache.TryKeepOwn(new object(), gate), Is.False);
+        Assert.That(cache.Count, Is.EqualTo(ThreadSlotCache.Capacity));
+    }
+
+    [Test]
+    public void OwnerPaths_GateClosed_NeitherKeepNorTake()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        object kept = new();
+        cache.TryKeepOwn(kept, gate);
+
+        gate.Enter();
+        bool keptWhileClosed = cache.TryKeepOwn(new object(), gate);
+        object? takenWhileClosed = cache.TryTakeOwn(gate);
+        gate.Exit();
+
+        Assert.That(keptWhileClosed, Is.False);
+        Assert.That(takenWhileClosed, Is.Null);
+        Assert.That(cache.TryTakeOwn(gate), Is.SameAs(kept), "the gate reopens once its only entrant exits");
+    }
+
+    [Test]
+    public void Steal_TakesEachKeptObjectOnce()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        object[] kept = [new(), new(), new()];
+        foreach (object item in kept)
+        {
+            cache.TryKeepOwn(item, gate);
+        }
+
+        var stolen = new List<object>();
+        gate.Enter();
+        while (cache.Steal() is { } item)
+        {
+            stolen.Add(item);
+        }
+
+        gate.Exit();
+
+        Assert.That(stolen, Is.EquivalentTo(kept));
+        Assert.That(cache.TryTakeOwn(gate), Is.Null, "the owner finds nothing after a theft");
+    }
+
+    [Test]
+    public void Gate_NestedEntrants_StaysClosedUntilTheLastExits()
+    {
+        var gate = new ForeignAccessGate();
+        var states = new List<bool> { gate.IsClosed };
+
+        gate.Enter();
+        gate.Enter();
+        states.Add(gate.IsClosed);
+        gate.Exit();
+        states.Add(gate.IsClosed);
+        gate.Exit();
+        states.Add(gate.IsClosed);
+        gate.Enter();
+        states.Add(gate.IsClosed);
+        gate.Exit();
+
+        Assert.That(states, Is.EqualTo(new[] { false, true, true, false, true }));
+    }
+
+    // The owner works on its cache with plain reads and writes while two thieves enter the gate and
+    // steal from it whenever it looks non-empty. Every object is stamped by whoever takes it and must be free when
+    // stamped; an owner that took from its cache while a thief was inside the gate (or a gate that
+    // let a thief in before the owner could see it closed) would hand one object to two takers.
+    [Test]
+    [CancelAfter(120_000)]
+    public void OwnerAndThieves_RacingForOneCache_NeverTakeAnObjectTwice(CancellationToken cancellationToken)
+    {
+        const int Objects = 4;
+        const int OwnerRounds = 3_000_000;
+        const int MinimumThefts = 50_000;
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        var overflow = new ConcurrentQueue<TrackedObject>();
+        var violations = new ConcurrentQueue<string>();
+        TrackedObject[] objects = [.. Enumerable.Range(0, Objects).Select(_ => new TrackedObject())];
+        foreach (TrackedObject item in objects)
+        {
+            overflow.Enqueue(item);
+        }
+
+        int ownerDone = 0;
+        int thefts = 0;
+        using var start = new Barrier(3);
+
+        void Hold(TrackedObject item, int holder)
+        {
+            if (!item.TryStampHolder(holder))
+            {
+                violations.Enqueue($"object {item.Id} taken by {holder} while held by another");
+            }
+            else if (!item.TryClearHolder(holder))
+            {
+                violations.Enqueue($"object {item.Id} changed holder while {holder} held it");
+            }
+        }
+
+        Task owner = Task.Factory.StartNew(() =>
+        {
+            start.SignalAndWait(cancellationToken);
+            // Goes on past its rounds until the thieves have stolen enough, however they are scheduled.
+            for (int round = 0; round < OwnerRounds || Volatile.Read(ref thefts) < MinimumThefts; round++)
+            {
+                var item = (TrackedObject?)cache.TryTakeOwn(gate);
+                if (item is null && !overflow.TryDequeue(out item))
+                {
+                    continue;
+                }
+
+                Hold(item, holder: 1);
+                if (!cache.TryKeepOwn(item, gate))
+                {
+                    overflow.Enqueue(item);
+                }
+
+                // Top the cache up from what the thieves gave back, so it rarely looks empty to them.
+                if (overflow.TryDequeue(out TrackedObject? extra) && !cache.TryKeepOwn(extra, gate))
+                {
+                    overflow.Enqueue(extra);
+                }
+            }
+
+            Volatile.Write(ref ownerDone, 1);
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+
+        Task[] thieves = [.. Enumerable.Range(2, 2).Select(holder => Task.Factory.StartNew(() =>
+        {
+            start.SignalAndWait(cancellationToken);
+            while (Volatile.Read(ref ownerDone) == 0)
+            {
+                // Like the pool's thieves, enter only when the cache looks non-empty: thieves that
+                // kept the gate closed for good would leave the owner nothing to race with.
+                if (!cache.MayHoldAny())
+                {
+                    continue;
+                }
+
+                gate.Enter();
+                var item = (TrackedObject?)cache.Steal();
+                gate.Exit();
+                if (item is not null)
+                {
+                    Interlocked.Increment(ref thefts);
+                    Hold(item, holder);
+                    overflow.Enqueue(item);
+                }
+            }
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default))];
+
+        Assert.That(Task.WaitAll([owner, .. thieves], TimeSpan.FromSeconds(100)), Is.True, "the race did not finish");
+
+        Assert.That(violations, Is.Empty);
+        Assert.That(thefts, Is.GreaterThanOrEqualTo(MinimumThefts), "the thieves took from the cache");
+        var left = new List<TrackedObject>(overflow);
+        gate.Enter();
+        while (cache.Steal() is TrackedObject item)
+        {
+            left.Add(item);
+        }
+
+        gate.Exit();
+        Assert.That(left, Is.EquivalentTo(objects), "every object ends up in exactly one place");
+    }
+}

@@ -1,0 +1,146 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
+namespace PoolLib;
+
+/// <summary>
+/// A few idle slots kept by one thread for itself, so that a thread that takes and returns touches
+/// only memory it owns, with no interlocked operation. Other threads may take from it through a
+/// <see cref="ForeignAccessGate"/>.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Ownership: one cache per pool per managed thread id. Only the thread with that id (the owner)
+/// adds entries or moves <see cref="_top"/>. A thread's id is reused only after the thread is
+/// gone, so there is never more than one owner at a time.
+/// </para>
+/// <para>
+/// Invariants. (1) An entry holds <see langword="null"/> or a slot that is in the pool, and a slot
+/// is in at most one entry, and then not in the shared stack. (2) The owner reads and writes the
+/// entries plainly only between setting and clearing <see cref="_busy"/>, and only after reading
+/// the gate open in between. (3) A foreigner touches entries only inside the gate, after waiting
+/// for <see cref="_busy"/> to clear, and only by <see cref="Interlocked.Exchange{T}(ref T, T)"/>
+/// with <see langword="null"/>, so of any number of foreigners exactly one gets each slot. By the
+/// gate's handshake, (2) and (3) never overlap in time on one cache.
+/// </para>
+/// <para>
+/// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
+/// cache line (or the adjacent line x64 prefetches), whatever the allocator puts next to them.
+/// </para>
+/// </remarks>
+[StructLayout(LayoutKind.Explicit, Size = 256)]
+internal sealed class ThreadSlotCache
+{
+    /// <summary>How many idle slots one thread keeps for itself.</summary>
+    public const int Capacity = ThreadSlotCacheEntries.Length;
+
+    // 1 while the owner works on the entries plainly (invariant 2); written only by the owner.
+    [FieldOffset(64)]
+    private int _busy;
+
+    // Owner-only: entries at and above it are empty; below it they may be full, or emptied by a foreigner.
+    [FieldOffset(68)]
+    private int _top;
+
+    [FieldOffset(72)]
+    private ThreadSlotCacheEntries _entries;
+
+    /// <summary>Gets how many entries hold a slot: exact when nobody is taking or storing, otherwise a snapshot.</summary>
+    public int Count
+    {
+        get
+        {
+            int count = 0;
+            for (int i = 0; i < Capacity; i++)
+            {
+                if (Volatile.Read(ref _entries[i]) is not null)
+                {
+                    count++;
+                }
+            }
+
+            return count;
+        }
+    }
+
+    /// <summary>Owner only: takes the newest slot it kept, unless the gate is closed or it kept none.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public object? TryTakeOwn(ForeignAccessGate gate)
+    {
+        object? taken = null;
+        Volatile.Write(ref _busy, 1);
+        if (!gate.IsClosed)
+        {
+            int top = _top;
+            while (top > 0)
+            {
+                top--;
+                taken = _entries[top];
+                if (taken is not null)
+                {
+                    _entries[top] = null;
+                    break;
+                }
+            }
+
+            _top = top;
+        }
+
+        Volatile.Write(ref _busy, 0);
+        return taken;
+    }
+
+    /// <summary>Owner only: keeps a slot the caller owns, unless the gate is closed or the cache is full.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public bool TryKeepOwn(object slot, ForeignAccessGate gate)
+    {
+        bool kept = false;
+        Volatile.Write(ref _busy, 1);
+        int top = _top;
+        if (top < Capacity && !gate.IsClosed)
+        {
+            _entries[top] = slot;
+            _top = top + 1;
+            kept = true;
+        }
+
+        Volatile.Write(ref _busy, 0);
+        return kept;
+    }
+
+    /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
+    public object? Steal()
+    {
+        // The owner may have read the gate open just before it closed; let it finish (invariant 2).
+        var spinner = new SpinWait();
+        while (Volatile.Read(ref _busy) != 0)
+        {
+            spinner.SpinOnce(sleep1Threshold: -1);
+        }
+
+        for (int i = Capacity - 1; i >= 0; i--)
+        {
+            ref object? entry = ref _entries[i];
+            if (Volatile.Read(ref entry) is not null && Interlocked.Exchange(ref entry, null) is { } taken)
+            {
+                return taken;
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>Whether any entry looks full; a hint, read without the gate, to skip entering it for nothing.</summary>
+    public bool MayHoldAny()
+    {
+        for (int i = 0; i < Capacity; i++)
+        {
+            if (Volatile.Read(ref _entries[i]) is not null)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+}
