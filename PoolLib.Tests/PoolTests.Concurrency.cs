@@ -177,6 +177,7 @@ public sealed partial class PoolTests
         Assert.That(result.Releases, Is.EqualTo(releases));
         Assert.That(pool.CleanUpCount, Is.EqualTo(releases), "CleanUp runs once per release");
         Assert.That(pool.WaiterCount, Is.Zero);
+        Assert.That(pool.IsForeignAccessGateClosed, Is.False, "every gate entry was given up");
         Assert.That(pool.TotalCount, Is.InRange(1, pool.MaxCapacity));
         Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount), "nothing was discarded");
         Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));

@@ -88,6 +88,39 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
+    [Test]
+    [CancelAfter(30_000)]
+    public void TakeSlot_InterruptedWhileWaiting_LeavesNoWaiterAndReopensTheGate(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        Exception? thrown = null;
+        var taker = new Thread(() =>
+        {
+            try
+            {
+                pool.TakeSlot();
+            }
+            catch (Exception e)
+            {
+                thrown = e;
+            }
+        });
+        taker.Start();
+        WaitUntilWaiting(pool, 1);
+
+        taker.Interrupt();
+        taker.Join();
+        pool.Release(held);
+
+        Assert.That(thrown, Is.InstanceOf<ThreadInterruptedException>());
+        Assert.That(pool.WaiterCount, Is.Zero);
+        Assert.That(pool.IsForeignAccessGateClosed, Is.False, "the interrupted taker's gate entry is given up");
+        Assert.That(pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot), Is.True, "the released object went back to the pool, not to the gone taker");
+        Assert.That(slot, Is.SameAs(held));
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
     /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>
     private static TResult OnOwnThread<TResult>(Func<TResult> body)
     {

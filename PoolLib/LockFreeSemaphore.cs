@@ -59,7 +59,7 @@ public sealed class LockFreeSemaphore
     /// <remarks>Safe to call from any thread.</remarks>
     public bool TryTake()
     {
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (true)
         {
             int current = Volatile.Read(ref _currentCount);
@@ -74,7 +74,7 @@ public sealed class LockFreeSemaphore
                 return true;
             }
 
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 
@@ -83,7 +83,7 @@ public sealed class LockFreeSemaphore
     /// <remarks>Safe to call from any thread. A release that throws leaves the count unchanged.</remarks>
     public void Release()
     {
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (true)
         {
             int current = Volatile.Read(ref _currentCount);
@@ -98,7 +98,7 @@ public sealed class LockFreeSemaphore
                 return;
             }
 
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 

@@ -35,6 +35,9 @@ public abstract partial class Pool<T>
     /// <summary>Gets how many takers are waiting; for tests that check nothing is left behind.</summary>
     internal int WaiterCount => Volatile.Read(ref _waiterCount);
 
+    /// <summary>Gets whether any thread holds the storage's gate closed; for tests that check nothing is left behind.</summary>
+    internal bool IsForeignAccessGateClosed => _storage.IsGateClosed;
+
     /// <summary>
     /// Takes any idle object or a new one, else waits up to <paramref name="millisecondsTimeout"/>
     /// (<see cref="Timeout.Infinite"/> for ever). Returns <see langword="null"/> on timeout.
@@ -52,20 +55,29 @@ public abstract partial class Pool<T>
             return null;
         }
 
+        // One gate entry covers the spin and, if it comes to that, the wait: the waiter inherits it,
+        // so a taker that blocks pays at most one process-wide barrier.
         _storage.EnterForeign();
+        bool entryPassedOn = false;
+        PoolWaiter<T> waiter;
         try
         {
             if (TrySpinTake(out slot))
             {
                 return slot;
             }
+
+            entryPassedOn = true;
+            waiter = Enqueue(insideGate: true);
         }
         finally
         {
-            _storage.ExitForeign();
+            if (!entryPassedOn)
+            {
+                _storage.ExitForeign();
+            }
         }
 
-        PoolWaiter<T> waiter = Enqueue();
         bool completed;
         try
         {
@@ -75,6 +87,11 @@ public abstract partial class Pool<T>
         {
             // Faulted (the pool was disposed): GetResult below rethrows the original exception.
             completed = true;
+        }
+        catch (ThreadInterruptedException)
+        {
+            Abandon(waiter);
+            throw;
         }
 
         if (!completed && TryCancel(waiter, CancellationToken.None))
@@ -128,7 +145,7 @@ public abstract partial class Pool<T>
             return new ValueTask<PoolSlot<T>>(slot);
         }
 
-        return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(), cancellationToken));
+        return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(insideGate: false), cancellationToken));
     }
 
     private async Task<PoolSlot<T>> WaitAsync(PoolWaiter<T> waiter, CancellationToken cancellationToken)
@@ -167,27 +184,44 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
+    /// <param name="insideGate">
+    /// Whether the caller already entered the storage's gate; its entry then passes to the waiter,
+    /// and is given up here if queueing fails.
+    /// </param>
     /// <remarks>
-    /// A waiter stays inside the storage's gate while it is queued (it enters here, and
-    /// <see cref="Unlink"/> exits), so threads stop keeping slots in their own caches and ServeWaiters
-    /// may take from those caches on its behalf.
+    /// A waiter stays inside the storage's gate while it is queued (it enters here or inherits the
+    /// caller's entry, and <see cref="Unlink"/> exits), so threads stop keeping slots in their own
+    /// caches and ServeWaiters may take from those caches on its behalf. Every way out that does not
+    /// link the waiter (the pool is disposed, or an interrupted thread's contended lock throws)
+    /// exits the gate, so a failed take never leaves it closed.
     /// </remarks>
-    private PoolWaiter<T> Enqueue()
+    private PoolWaiter<T> Enqueue(bool insideGate)
     {
         var waiter = new PoolWaiter<T>(this);
-        _storage.EnterForeign();
-        lock (_waiters)
+        if (!insideGate)
         {
-            // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
-            // linked after that would never be woken: refuse it here instead.
-            if (Volatile.Read(ref _disposed) != 0)
+            _storage.EnterForeign();
+        }
+
+        bool linked = false;
+        try
+        {
+            lock (_waiters)
+            {
+                // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
+                // linked after that would never be woken: refuse it here instead.
+                ThrowIfDisposed();
+                _waiters.AddLast(waiter.Node);
+                Interlocked.Increment(ref _waiterCount);
+                linked = true;
+            }
+        }
+        finally
+        {
+            if (!linked)
             {
                 _storage.ExitForeign();
-                ThrowDisposed();
             }
-
-            _waiters.AddLast(waiter.Node);
-            Interlocked.Increment(ref _waiterCount);
         }
 
         ServeWaiters();
@@ -220,6 +254,33 @@ public abstract partial class Pool<T>
                     return;
                 }
             }
+        }
+    }
+
+    /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
+    private void Abandon(PoolWaiter<T> waiter)
+    {
+        if (TryCancel(waiter, CancellationToken.None))
+        {
+            return;
+        }
+
+        // Served in between: a waiter is unlinked only together with its completion, so the task is done.
+        Task<PoolSlot<T>?> handOver = waiter.Task;
+        if (!handOver.IsCompletedSuccessfully)
+        {
+            return;
+        }
+
+        if (handOver.Result is { } slot)
+        {
+            // Cleaned when it was released; it goes back as it came, without another CleanUp.
+            slot.MarkRented();
+            Store(slot);
+        }
+        else
+        {
+            ReturnBudget();
         }
     }
 

@@ -25,6 +25,13 @@ namespace PoolLib;
 /// owner that could read it as zero did so before the first barrier.
 /// </para>
 /// <para>
+/// What it relies on: that the JIT does not move the owner's volatile read of the gate above its
+/// volatile write of the busy flag. The .NET memory model allows that reordering, RyuJIT does not do
+/// it (volatile accesses keep their order), and on arm64 a store-release followed by a
+/// load-acquire is ordered by the hardware too. And that the process-wide barrier is a real one:
+/// on Linux it is the membarrier system call (kernel 4.14 or later).
+/// </para>
+/// <para>
 /// Invariant of <see cref="_state"/>: (count &lt;&lt; 1) | fenced. The fenced bit is set only by the
 /// thread that raised the count from zero, after its barrier, and is cleared only by the exit that
 /// brings the count back to zero; so "fenced" means a barrier has run since the count last left
@@ -58,17 +65,17 @@ internal sealed class ForeignAccessGate
         }
 
         // Another entrant raised the count from zero; its barrier may still be running.
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while ((Volatile.Read(ref _state) & Fenced) == 0)
         {
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 
     /// <summary>Unregisters a caller of <see cref="Enter"/>; the last one out reopens the owners' plain path.</summary>
     public void Exit()
     {
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (true)
         {
             int state = Volatile.Read(ref _state);
@@ -78,7 +85,7 @@ internal sealed class ForeignAccessGate
                 return;
             }
 
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 }

@@ -85,7 +85,7 @@ internal sealed class SlotStack<T> where T : class
     {
         get
         {
-            var spinner = new SpinWait();
+            var backoff = new RetryBackoff();
             while (true)
             {
                 long head = Volatile.Read(ref _head);
@@ -106,7 +106,7 @@ internal sealed class SlotStack<T> where T : class
                     }
                 }
 
-                spinner.SpinOnce(sleep1Threshold: -1);
+                backoff.Wait();
             }
         }
     }
@@ -115,7 +115,7 @@ internal sealed class SlotStack<T> where T : class
     public void Push(PoolSlot<T> slot)
     {
         long newTop = slot.StackIndex + 1L;
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (true)
         {
             long head = Volatile.Read(ref _head);
@@ -131,7 +131,7 @@ internal sealed class SlotStack<T> where T : class
                 PoolSlot<T>? below = Volatile.Read(ref _registry)[top - 1];
                 if (below is null)
                 {
-                    spinner.SpinOnce(sleep1Threshold: -1);
+                    backoff.Wait();
                     continue;
                 }
 
@@ -145,14 +145,14 @@ internal sealed class SlotStack<T> where T : class
                 return;
             }
 
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 
     /// <summary>Pops the most recently pushed slot, if any.</summary>
     public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (true)
         {
             long head = Volatile.Read(ref _head);
@@ -176,7 +176,7 @@ internal sealed class SlotStack<T> where T : class
                 }
             }
 
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
     }
 

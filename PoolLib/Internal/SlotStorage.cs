@@ -69,6 +69,9 @@ internal sealed class SlotStorage<T> where T : class
     /// <summary>Forgets a discarded slot, which is in no cache and not in the stack.</summary>
     public void Unregister(PoolSlot<T> slot) => _stack.Unregister(slot);
 
+    /// <summary>Gets whether the gate is closed (some thread is inside it); for tests that check nothing is left behind.</summary>
+    public bool IsGateClosed => _gate.IsClosed;
+
     /// <summary>Registers the caller as a thread that may take from other threads' caches; see <see cref="ForeignAccessGate"/>.</summary>
     public void EnterForeign() => _gate.Enter();
 

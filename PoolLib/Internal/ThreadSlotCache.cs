@@ -97,6 +97,11 @@ internal sealed class ThreadSlotCache
         bool kept = false;
         Volatile.Write(ref _busy, 1);
         int top = _top;
+        if (top == Capacity)
+        {
+            top = SkipStolenEntries(top);
+        }
+
         if (top < Capacity && !gate.IsClosed)
         {
             _entries[top] = slot;
@@ -108,14 +113,31 @@ internal sealed class ThreadSlotCache
         return kept;
     }
 
+    /// <summary>
+    /// Owner only, inside its busy window: lowers a full-looking top past entries thieves emptied,
+    /// so that a thread that only ever returns (or that inherited a robbed cache with a dead
+    /// thread's id) can keep slots again.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private int SkipStolenEntries(int top)
+    {
+        while (top > 0 && _entries[top - 1] is null)
+        {
+            top--;
+        }
+
+        _top = top;
+        return top;
+    }
+
     /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
     public object? Steal()
     {
         // The owner may have read the gate open just before it closed; let it finish (invariant 2).
-        var spinner = new SpinWait();
+        var backoff = new RetryBackoff();
         while (Volatile.Read(ref _busy) != 0)
         {
-            spinner.SpinOnce(sleep1Threshold: -1);
+            backoff.Wait();
         }
 
         for (int i = Capacity - 1; i >= 0; i--)
