@@ -37,6 +37,36 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
+    public void TryKeepOwn_OwnerOnlyReturns_StopsKeepingUntilItTakesAgain()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        for (int i = 0; i < ThreadSlotCache.Capacity; i++)
+        {
+            cache.TryKeepOwn(new object(), gate);
+            cache.TryTakeOwn(gate);
+        }
+
+        var kept = new List<bool>();
+        for (int i = 0; i < ThreadSlotCache.Capacity + 1; i++)
+        {
+            kept.Add(cache.TryKeepOwn(new object(), gate));
+
+            // Emptied by a thief each time, so a refusal cannot come from a full cache.
+            gate.Enter();
+            cache.Steal();
+            gate.Exit();
+        }
+
+        cache.TryTakeOwn(gate);
+        kept.Add(cache.TryKeepOwn(new object(), gate));
+
+        Assert.That(kept.Take(ThreadSlotCache.Capacity), Is.All.True, "a thread that also takes keeps every return");
+        Assert.That(kept[ThreadSlotCache.Capacity], Is.False, "after Capacity returns and no take it stops");
+        Assert.That(kept[^1], Is.True, "a take makes it keep again");
+    }
+
+    [Test]
     public void OwnerPaths_GateClosed_NeitherKeepNorTake()
     {
         var gate = new ForeignAccessGate();

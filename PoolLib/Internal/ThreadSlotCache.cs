@@ -42,7 +42,13 @@ internal sealed class ThreadSlotCache
     [FieldOffset(68)]
     private int _top;
 
+    // Owner-only: slots kept since the owner last tried to take. A thread that only returns (one
+    // that hands objects back for takers elsewhere) stops keeping after Capacity of them, so its
+    // returns go where those takers look first, the shared stack, instead of waiting to be stolen.
     [FieldOffset(72)]
+    private int _keptSinceTake;
+
+    [FieldOffset(80)]
     private ThreadSlotCacheEntries _entries;
 
     /// <summary>Gets how many entries hold a slot: exact when nobody is taking or storing, otherwise a snapshot.</summary>
@@ -68,6 +74,7 @@ internal sealed class ThreadSlotCache
     public object? TryTakeOwn(ForeignAccessGate gate)
     {
         object? taken = null;
+        _keptSinceTake = 0;
         Volatile.Write(ref _busy, 1);
         if (!gate.IsClosed)
         {
@@ -90,10 +97,19 @@ internal sealed class ThreadSlotCache
         return taken;
     }
 
-    /// <summary>Owner only: keeps a slot the caller owns, unless the gate is closed or the cache is full.</summary>
+    /// <summary>
+    /// Owner only: keeps a slot the caller owns, unless the gate is closed, the cache is full, or the
+    /// owner has kept <see cref="Capacity"/> slots without taking any.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryKeepOwn(object slot, ForeignAccessGate gate)
     {
+        if (_keptSinceTake >= Capacity)
+        {
+            return false;
+        }
+
+        _keptSinceTake++;
         bool kept = false;
         Volatile.Write(ref _busy, 1);
         int top = _top;
