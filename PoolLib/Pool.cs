@@ -326,9 +326,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <summary>Takes a slot another thread (or this one) kept in its cache, entering the gate only if some cache looks non-empty.</summary>
     private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, bool insideGate)
     {
+        // This taker will look again (or may miss a slot being kept right now): it skips busy caches.
         if (insideGate)
         {
-            return _storage.TrySteal(out slot);
+            return _storage.TrySteal(out slot, waitForOwners: false);
         }
 
         if (!_storage.MayHoldCached())
@@ -340,7 +341,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         _storage.EnterForeign();
         try
         {
-            return _storage.TrySteal(out slot);
+            return _storage.TrySteal(out slot, waitForOwners: false);
         }
         finally
         {

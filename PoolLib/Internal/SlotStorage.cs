@@ -131,13 +131,18 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>Takes a slot from any thread's cache, the caller's included. The caller must be inside the gate.</summary>
-    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="waitForOwners">
+    /// Whether to wait for owners in the middle of a plain operation on their cache; only a caller
+    /// that must not miss a slot being kept right now needs to (see <see cref="ThreadSlotCache.Steal"/>).
+    /// </param>
+    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, bool waitForOwners = true)
     {
         Debug.Assert(_gate.IsClosed, "Only a thread inside the gate may take from others' caches.");
 
         foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            if (cache?.Steal() is { } taken)
+            if (cache?.Steal(waitForOwners) is { } taken)
             {
                 slot = Unsafe.As<PoolSlot<T>>(taken);
                 return true;

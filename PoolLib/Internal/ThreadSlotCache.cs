@@ -147,12 +147,23 @@ internal sealed class ThreadSlotCache
     }
 
     /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
-    public object? Steal()
+    /// <param name="waitForOwner">
+    /// Whether to wait for an owner in the middle of a plain operation, so as to see a slot it is
+    /// keeping right now. A waiter's first look and Dispose must (nothing else will find that slot
+    /// for them); an opportunistic taker skips a busy cache instead.
+    /// </param>
+    public object? Steal(bool waitForOwner = true)
     {
-        // The owner may have read the gate open just before it closed; let it finish (invariant 2).
+        // The owner may have read the gate open just before it closed; let it finish (invariant 2),
+        // or leave this cache alone: touching its entries while it is busy is never allowed.
         var backoff = new RetryBackoff();
         while (Volatile.Read(ref _busy) != 0)
         {
+            if (!waitForOwner)
+            {
+                return null;
+            }
+
             backoff.Wait();
         }
 
