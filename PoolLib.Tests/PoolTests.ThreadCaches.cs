@@ -121,6 +121,63 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Release_InterruptPendingAndWaiterLockContended_StillHandsOverAndKeepsTheInterrupt(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
+        Exception? releaseFailure = null;
+        bool interruptKept = false;
+        var releaser = new Thread(() =>
+        {
+            Thread.CurrentThread.Interrupt();
+            try
+            {
+                pool.Release(held);
+            }
+            catch (Exception e)
+            {
+                releaseFailure = e;
+            }
+
+            try
+            {
+                Thread.Sleep(0);
+            }
+            catch (ThreadInterruptedException)
+            {
+                interruptKept = true;
+            }
+        });
+
+        // Hold the waiter lock until the releaser blocks on it: the contended lock meets the
+        // pending interrupt first, then (once the interrupt is swallowed) blocks for real.
+        Monitor.Enter(pool.WaitersLock);
+        try
+        {
+            releaser.Start();
+            Assert.That(
+                SpinWait.SpinUntil(() => (releaser.ThreadState & ThreadState.WaitSleepJoin) != 0, s_waitBound),
+                Is.True,
+                "the releaser never blocked on the waiter lock");
+        }
+        finally
+        {
+            Monitor.Exit(pool.WaitersLock);
+        }
+
+        releaser.Join();
+        Assert.That(releaseFailure, Is.Null, "the release finished despite the interrupt");
+        PoolSlot<TrackedObject> handed = await waiting;
+
+        Assert.That(handed, Is.SameAs(held));
+        Assert.That(interruptKept, Is.True, "the interrupt is put back for the releaser's next wait");
+        Assert.That(pool.WaiterCount, Is.Zero);
+        Assert.That(pool.IsForeignAccessGateClosed, Is.False);
+    }
+
     /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>
     private static TResult OnOwnThread<TResult>(Func<TResult> body)
     {

@@ -35,6 +35,9 @@ public abstract partial class Pool<T>
     /// <summary>Gets how many takers are waiting; for tests that check nothing is left behind.</summary>
     internal int WaiterCount => Volatile.Read(ref _waiterCount);
 
+    /// <summary>Gets the object the waiter lock is taken on; for tests that contend it.</summary>
+    internal object WaitersLock => _waiters;
+
     /// <summary>Gets whether any thread holds the storage's gate closed; for tests that check nothing is left behind.</summary>
     internal bool IsForeignAccessGateClosed => _storage.IsGateClosed;
 
@@ -204,20 +207,19 @@ public abstract partial class Pool<T>
         }
 
         bool linked = false;
+        bool interrupted = EnterWaiters();
         try
         {
-            lock (_waiters)
-            {
-                // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
-                // linked after that would never be woken: refuse it here instead.
-                ThrowIfDisposed();
-                _waiters.AddLast(waiter.Node);
-                Interlocked.Increment(ref _waiterCount);
-                linked = true;
-            }
+            // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
+            // linked after that would never be woken: refuse it here instead.
+            ThrowIfDisposed();
+            _waiters.AddLast(waiter.Node);
+            Interlocked.Increment(ref _waiterCount);
+            linked = true;
         }
         finally
         {
+            ExitWaiters(interrupted);
             if (!linked)
             {
                 _storage.ExitForeign();
@@ -231,7 +233,8 @@ public abstract partial class Pool<T>
     /// <summary>Hands idle slots, then units of budget, to the waiters in arrival order, while there are any.</summary>
     private void ServeWaiters()
     {
-        lock (_waiters)
+        bool interrupted = EnterWaiters();
+        try
         {
             while (_waiters.First is { } node)
             {
@@ -254,6 +257,10 @@ public abstract partial class Pool<T>
                     return;
                 }
             }
+        }
+        finally
+        {
+            ExitWaiters(interrupted);
         }
     }
 
@@ -287,7 +294,8 @@ public abstract partial class Pool<T>
     /// <summary>Cancels a waiter that has not been served; <see langword="false"/> if it already was.</summary>
     private bool TryCancel(PoolWaiter<T> waiter, CancellationToken cancellationToken)
     {
-        lock (_waiters)
+        bool interrupted = EnterWaiters();
+        try
         {
             if (waiter.Node.List is null)
             {
@@ -298,17 +306,61 @@ public abstract partial class Pool<T>
             waiter.TrySetCanceled(cancellationToken);
             return true;
         }
+        finally
+        {
+            ExitWaiters(interrupted);
+        }
     }
 
     private void FailAllWaiters()
     {
-        lock (_waiters)
+        bool interrupted = EnterWaiters();
+        try
         {
             while (_waiters.First is { } node)
             {
                 Unlink(node);
                 node.Value.TrySetException(new ObjectDisposedException(GetType().FullName));
             }
+        }
+        finally
+        {
+            ExitWaiters(interrupted);
+        }
+    }
+
+    /// <summary>
+    /// Takes the waiter lock, even on a thread with an interrupt pending: a contended lock throws
+    /// <see cref="ThreadInterruptedException"/> there, and every holder of this lock is halfway
+    /// through something that must finish (a waiter linked but not yet served, a slot popped but
+    /// not yet handed over). Returns whether an interrupt was swallowed, for <see cref="ExitWaiters"/>.
+    /// </summary>
+    private bool EnterWaiters()
+    {
+        bool interrupted = false;
+        bool taken = false;
+        while (!taken)
+        {
+            try
+            {
+                Monitor.Enter(_waiters, ref taken);
+            }
+            catch (ThreadInterruptedException) when (!taken)
+            {
+                interrupted = true;
+            }
+        }
+
+        return interrupted;
+    }
+
+    /// <summary>Leaves the waiter lock and puts back an interrupt <see cref="EnterWaiters"/> swallowed, for the thread's next wait.</summary>
+    private void ExitWaiters(bool interrupted)
+    {
+        Monitor.Exit(_waiters);
+        if (interrupted)
+        {
+            Thread.CurrentThread.Interrupt();
         }
     }
 

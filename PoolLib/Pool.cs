@@ -93,6 +93,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
     /// <returns><see langword="false"/> if the pool is exhausted or other takers are already waiting.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>
+    /// An object that another thread is returning or taking at that very moment (its own cache is
+    /// busy) is not waited for; if the cap allows, a new object is created instead.
+    /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         if (TryTakeFast(out slot))

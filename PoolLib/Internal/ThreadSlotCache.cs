@@ -112,17 +112,20 @@ internal sealed class ThreadSlotCache
         _keptSinceTake++;
         bool kept = false;
         Volatile.Write(ref _busy, 1);
-        int top = _top;
-        if (top == Capacity)
+        if (!gate.IsClosed)
         {
-            top = SkipStolenEntries(top);
-        }
+            int top = _top;
+            if (top == Capacity)
+            {
+                top = SkipStolenEntries(top);
+            }
 
-        if (top < Capacity && !gate.IsClosed)
-        {
-            _entries[top] = slot;
-            _top = top + 1;
-            kept = true;
+            if (top < Capacity)
+            {
+                _entries[top] = slot;
+                _top = top + 1;
+                kept = true;
+            }
         }
 
         Volatile.Write(ref _busy, 0);
