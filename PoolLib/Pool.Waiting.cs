@@ -58,28 +58,12 @@ public abstract partial class Pool<T>
             return null;
         }
 
-        // One gate entry covers the spin and, if it comes to that, the wait: the waiter inherits it,
-        // so a taker that blocks pays at most one process-wide barrier.
-        _storage.EnterForeign();
-        bool entryPassedOn = false;
-        PoolWaiter<T> waiter;
-        try
+        if (TrySpinTake(out slot))
         {
-            if (TrySpinTake(out slot))
-            {
-                return slot;
-            }
+            return slot;
+        }
 
-            entryPassedOn = true;
-            waiter = Enqueue(insideGate: true);
-        }
-        finally
-        {
-            if (!entryPassedOn)
-            {
-                _storage.ExitForeign();
-            }
-        }
+        PoolWaiter<T> waiter = Enqueue();
 
         bool completed;
         try
@@ -107,8 +91,7 @@ public abstract partial class Pool<T>
 
     /// <summary>
     /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
-    /// turns up with no waiter queued. Only a thread that is about to block does this, inside the
-    /// storage's gate, so that meanwhile every release goes to the shared stack where it looks.
+    /// turns up with no waiter queued. Only a thread that is about to block does this.
     /// </summary>
     /// <remarks>
     /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
@@ -125,7 +108,7 @@ public abstract partial class Pool<T>
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
-            if (TryTakeWithoutWaiting(out slot, insideGate: true))
+            if (TryTakeWithoutWaiting(out slot))
             {
                 return true;
             }
@@ -148,7 +131,7 @@ public abstract partial class Pool<T>
             return new ValueTask<PoolSlot<T>>(slot);
         }
 
-        return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(insideGate: false), cancellationToken));
+        return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(), cancellationToken));
     }
 
     private async Task<PoolSlot<T>> WaitAsync(PoolWaiter<T> waiter, CancellationToken cancellationToken)
@@ -187,24 +170,16 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
-    /// <param name="insideGate">
-    /// Whether the caller already entered the storage's gate; its entry then passes to the waiter,
-    /// and is given up here if queueing fails.
-    /// </param>
     /// <remarks>
-    /// A waiter stays inside the storage's gate while it is queued (it enters here or inherits the
-    /// caller's entry, and <see cref="Unlink"/> exits), so threads stop keeping slots in their own
-    /// caches and ServeWaiters may take from those caches on its behalf. Every way out that does not
-    /// link the waiter (the pool is disposed, or an interrupted thread's contended lock throws)
-    /// exits the gate, so a failed take never leaves it closed.
+    /// A waiter stays inside the storage's gate while it is queued (it enters here, and
+    /// <see cref="Unlink"/> exits), so threads stop keeping slots in their own caches and
+    /// ServeWaiters may take from those caches on its behalf. If it is not linked after all (the
+    /// pool is disposed), it exits the gate here, so a failed take never leaves it closed.
     /// </remarks>
-    private PoolWaiter<T> Enqueue(bool insideGate)
+    private PoolWaiter<T> Enqueue()
     {
         var waiter = new PoolWaiter<T>(this);
-        if (!insideGate)
-        {
-            _storage.EnterForeign();
-        }
+        _storage.EnterForeign();
 
         bool linked = false;
         bool interrupted = EnterWaiters();
