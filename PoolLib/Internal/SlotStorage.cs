@@ -25,8 +25,9 @@ namespace PoolLib;
 /// <para>
 /// Guarantees: lock-free except that a thief waits for an owner that is in the middle of a plain
 /// operation on its own cache (a few instructions, unless the owner is preempted there); every slot
-/// stored is taken at most once; <see cref="TrySteal"/> returning <see langword="false"/> means every
-/// cache was empty when the thief looked at it after entering the gate. Not guaranteed: LIFO order
+/// stored is taken at most once; <see cref="TrySteal"/> returning <see langword="false"/> while waiting
+/// for busy owners means every cache was empty when the thief looked at it after entering the gate
+/// (a thief that skips busy owners may also have passed over a cache in use). Not guaranteed: LIFO order
 /// across caches, or a consistent <see cref="Count"/> while stores and takes are in flight.
 /// </para>
 /// </remarks>
