@@ -52,7 +52,7 @@ public sealed class ThreadSlotCacheTests
         {
             kept.Add(cache.TryKeepOwn(new object(), gate));
 
-            // Emptied by a thief each time, so a refusal cannot come from a full cache.
+            // Emptied by a thief each time: the refusal comes from the returns, not from what it holds.
             gate.Enter();
             cache.Steal();
             gate.Exit();
@@ -61,7 +61,7 @@ public sealed class ThreadSlotCacheTests
         cache.TryTakeOwn(gate);
         kept.Add(cache.TryKeepOwn(new object(), gate));
 
-        Assert.That(kept.Take(ThreadSlotCache.Capacity), Is.All.True, "a thread that also takes keeps every return");
+        Assert.That(kept.Take(ThreadSlotCache.Capacity), Is.All.True, "the first Capacity returns are kept");
         Assert.That(kept[ThreadSlotCache.Capacity], Is.False, "after Capacity returns and no take it stops");
         Assert.That(kept[^1], Is.True, "a take makes it keep again");
     }
@@ -200,7 +200,7 @@ public sealed class ThreadSlotCacheTests
             {
                 // Like the pool's thieves, enter only when the cache looks non-empty: thieves that
                 // kept the gate closed for good would leave the owner nothing to race with.
-                if (!cache.MayHoldAny())
+                if (cache.Count == 0)
                 {
                     continue;
                 }

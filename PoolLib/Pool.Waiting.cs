@@ -104,6 +104,8 @@ public abstract partial class Pool<T>
     /// </remarks>
     private bool TrySpinTake([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
+        // SpinWait sleeps now and then, so an interrupt may end the spin with ThreadInterruptedException,
+        // as it would any blocking take; nothing is held between rounds, so nothing is left behind.
         var spinner = new SpinWait();
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {

@@ -122,7 +122,7 @@ internal sealed class SlotStorage<T> where T : class
     {
         foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            if (cache is not null && cache.MayHoldAny())
+            if (cache is not null && cache.Count != 0)
             {
                 return true;
             }

@@ -18,10 +18,17 @@ namespace PoolLib;
 /// Invariants. (1) An entry holds <see langword="null"/> or a slot that is in the pool, and a slot
 /// is in at most one entry, and then not in the shared stack. (2) The owner reads and writes the
 /// entries plainly only between setting and clearing <see cref="_busy"/>, and only after reading
-/// the gate open in between. (3) A foreigner touches entries only inside the gate, after waiting
-/// for <see cref="_busy"/> to clear, and only by <see cref="Interlocked.Exchange{T}(ref T, T)"/>
-/// with <see langword="null"/>, so of any number of foreigners exactly one gets each slot. By the
-/// gate's handshake, (2) and (3) never overlap in time on one cache.
+/// the gate open in between. (3) A foreigner touches entries only inside the gate, after seeing
+/// <see cref="_busy"/> clear (it waits for that, or leaves the cache alone), and only by
+/// <see cref="Interlocked.Exchange{T}(ref T, T)"/> with <see langword="null"/>, so of any number of
+/// foreigners exactly one gets each slot. By the gate's handshake, (2) and (3) never overlap in
+/// time on one cache.
+/// </para>
+/// <para>
+/// <see cref="_top"/> falls only when the owner takes, never when a foreigner empties an entry. So
+/// a thread that only returns (one that hands objects back for takers on other threads, like the
+/// UDP server's replier) stops keeping after <see cref="Capacity"/> returns, and from then on its
+/// returns go where those takers look first, the shared stack, instead of waiting to be stolen.
 /// </para>
 /// <para>
 /// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
@@ -42,13 +49,7 @@ internal sealed class ThreadSlotCache
     [FieldOffset(68)]
     private int _top;
 
-    // Owner-only: slots kept since the owner last tried to take. A thread that only returns (one
-    // that hands objects back for takers elsewhere) stops keeping after Capacity of them, so its
-    // returns go where those takers look first, the shared stack, instead of waiting to be stolen.
     [FieldOffset(72)]
-    private int _keptSinceTake;
-
-    [FieldOffset(80)]
     private ThreadSlotCacheEntries _entries;
 
     /// <summary>Gets how many entries hold a slot: exact when nobody is taking or storing, otherwise a snapshot.</summary>
@@ -74,7 +75,6 @@ internal sealed class ThreadSlotCache
     public object? TryTakeOwn(ForeignAccessGate gate)
     {
         object? taken = null;
-        _keptSinceTake = 0;
         Volatile.Write(ref _busy, 1);
         if (!gate.IsClosed)
         {
@@ -98,55 +98,24 @@ internal sealed class ThreadSlotCache
     }
 
     /// <summary>
-    /// Owner only: keeps a slot the caller owns, unless the gate is closed, the cache is full, or the
-    /// owner has kept <see cref="Capacity"/> slots without taking any.
+    /// Owner only: keeps a slot the caller owns, unless the gate is closed or <see cref="_top"/> is at
+    /// <see cref="Capacity"/> (the cache is full, or the owner returned that many times without a take).
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryKeepOwn(object slot, ForeignAccessGate gate)
     {
-        if (_keptSinceTake >= Capacity)
-        {
-            return false;
-        }
-
-        _keptSinceTake++;
         bool kept = false;
         Volatile.Write(ref _busy, 1);
-        if (!gate.IsClosed)
+        int top = _top;
+        if (top < Capacity && !gate.IsClosed)
         {
-            int top = _top;
-            if (top == Capacity)
-            {
-                top = SkipStolenEntries(top);
-            }
-
-            if (top < Capacity)
-            {
-                _entries[top] = slot;
-                _top = top + 1;
-                kept = true;
-            }
+            _entries[top] = slot;
+            _top = top + 1;
+            kept = true;
         }
 
         Volatile.Write(ref _busy, 0);
         return kept;
-    }
-
-    /// <summary>
-    /// Owner only, inside its busy window: lowers a full-looking top past entries thieves emptied,
-    /// so that a thread that only ever returns (or that inherited a robbed cache with a dead
-    /// thread's id) can keep slots again.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private int SkipStolenEntries(int top)
-    {
-        while (top > 0 && _entries[top - 1] is null)
-        {
-            top--;
-        }
-
-        _top = top;
-        return top;
     }
 
     /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
@@ -180,19 +149,5 @@ internal sealed class ThreadSlotCache
         }
 
         return null;
-    }
-
-    /// <summary>Whether any entry looks full; a hint, read without the gate, to skip entering it for nothing.</summary>
-    public bool MayHoldAny()
-    {
-        for (int i = 0; i < Capacity; i++)
-        {
-            if (Volatile.Read(ref _entries[i]) is not null)
-            {
-                return true;
-            }
-        }
-
-        return false;
     }
 }
