@@ -57,6 +57,26 @@ public sealed partial class PoolTests
         AssertStressInvariants(pool, result, releases: result.Releases);
     }
 
+    // Long rentals: each worker takes up to 24 objects before it releases them, so takes pop batches
+    // from the shared stack into the taker's cache and releases push full caches back as batches,
+    // while the pool is now and then exhausted (4 x 24 > 93) and takers wait, which closes the gate
+    // on slots moving between a cache and the stack. 93 = 4 x 23 + 1 is the least capacity with
+    // which four workers cannot all wait while holding everything.
+    [Test]
+    [CancelAfter(120_000)]
+    public void TakeSlot_FourThreadsTakingUpToTwentyFourBeforeReleasing_InvariantsHold(CancellationToken cancellationToken)
+    {
+        const int MaxRental = 24;
+        const int Rentals = 20_000;
+        using var pool = new TrackedPool(StressThreads * (MaxRental - 1) + 1);
+        static int RentalLength(int worker, int rental) => 1 + ((rental * 7) + (worker * 3)) % MaxRental;
+
+        StressResult result = Stress(pool, cancellationToken, (worker, i) => pool.TakeSlot(), rentalLength: RentalLength, rentals: Rentals);
+
+        int expected = Enumerable.Range(0, StressThreads).Sum(worker => Enumerable.Range(0, Rentals).Sum(rental => RentalLength(worker, rental)));
+        AssertStressInvariants(pool, result, releases: expected);
+    }
+
     [Test]
     [CancelAfter(120_000)]
     public void Release_CleanUpFailingNowAndThenUnderContention_NeverLeaksCapacity(CancellationToken cancellationToken)
@@ -84,17 +104,20 @@ public sealed partial class PoolTests
     }
 
     /// <summary>
-    /// Runs <see cref="StressThreads"/> threads, started together, each taking with <paramref name="take"/>
-    /// (null: nothing taken this round) and releasing <see cref="StressOperationsPerThread"/> times,
-    /// alternating <see cref="Pool{T}.Release"/> and <see cref="PoolSlot{T}.Dispose"/>, while an
-    /// observer checks the counts. <paramref name="discardsStarted"/> counts the discards that have
-    /// begun (a throwing CleanUp), for pools whose total may fall.
+    /// Runs <see cref="StressThreads"/> threads, started together, each renting <paramref name="rentals"/>
+    /// times: taking <paramref name="rentalLength"/> objects (one if not given) with <paramref name="take"/>
+    /// (null: nothing taken that time), then releasing them, alternating <see cref="Pool{T}.Release"/>
+    /// and <see cref="PoolSlot{T}.Dispose"/>, while an observer checks the counts.
+    /// <paramref name="discardsStarted"/> counts the discards that have begun (a throwing CleanUp),
+    /// for pools whose total may fall.
     /// </summary>
     private static StressResult Stress(
         TrackedPool pool,
         CancellationToken cancellationToken,
         Func<int, int, PoolSlot<TrackedObject>?> take,
-        Func<int>? discardsStarted = null)
+        Func<int>? discardsStarted = null,
+        Func<int, int, int>? rentalLength = null,
+        int rentals = StressOperationsPerThread)
     {
         var violations = new ConcurrentQueue<string>();
         int releases = 0;
@@ -126,40 +149,53 @@ public sealed partial class PoolTests
         var workers = StartWorkers(StressThreads, worker =>
         {
             int holder = worker + 1;
+            var held = new List<(PoolSlot<TrackedObject> Slot, bool Stamped)>();
             start.SignalAndWait(cancellationToken);
-            for (int i = 0; i < StressOperationsPerThread; i++)
+            for (int i = 0; i < rentals; i++)
             {
-                PoolSlot<TrackedObject>? slot = take(worker, i);
-                if (slot is null)
+                held.Clear();
+                int length = rentalLength?.Invoke(worker, i) ?? 1;
+                for (int j = 0; j < length; j++)
                 {
-                    continue;
-                }
-
-                if (!slot.Object.TryStampHolder(holder))
-                {
-                    violations.Enqueue($"object {slot.Object.Id} handed to worker {holder} while held by another");
-                }
-                else if (!slot.Object.TryClearHolder(holder))
-                {
-                    violations.Enqueue($"object {slot.Object.Id} changed holder while worker {holder} held it");
-                }
-
-                try
-                {
-                    if (i % 2 == 0)
+                    if (take(worker, i) is not { } slot)
                     {
-                        pool.Release(slot);
-                    }
-                    else
-                    {
-                        slot.Dispose();
+                        continue;
                     }
 
-                    Interlocked.Increment(ref releases);
+                    bool stamped = slot.Object.TryStampHolder(holder);
+                    if (!stamped)
+                    {
+                        violations.Enqueue($"object {slot.Object.Id} handed to worker {holder} while held by another");
+                    }
+
+                    held.Add((slot, stamped));
                 }
-                catch (FormatException)
+
+                for (int j = 0; j < held.Count; j++)
                 {
-                    Interlocked.Increment(ref failedReleases);
+                    (PoolSlot<TrackedObject> slot, bool stamped) = held[j];
+                    if (stamped && !slot.Object.TryClearHolder(holder))
+                    {
+                        violations.Enqueue($"object {slot.Object.Id} changed holder while worker {holder} held it");
+                    }
+
+                    try
+                    {
+                        if ((i + j) % 2 == 0)
+                        {
+                            pool.Release(slot);
+                        }
+                        else
+                        {
+                            slot.Dispose();
+                        }
+
+                        Interlocked.Increment(ref releases);
+                    }
+                    catch (FormatException)
+                    {
+                        Interlocked.Increment(ref failedReleases);
+                    }
                 }
             }
 

@@ -42,6 +42,32 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
+    // Takes beyond the first cache-full pop batches from the shared stack and releases push full
+    // caches back as batches; the cap equals the number taken, so a lost object would make a take fail.
+    [Test]
+    public void TryTakeSlot_OneThreadTakingEverythingThenReleasingIt_ReusesEachObjectOnce()
+    {
+        const int Objects = 10 * ThreadSlotCache.Capacity;
+        using var pool = new TrackedPool(Objects);
+        var distinctPerRound = new List<int>();
+        for (int round = 0; round < 3; round++)
+        {
+            var held = new List<PoolSlot<TrackedObject>>();
+            while (held.Count < Objects && pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot))
+            {
+                held.Add(slot);
+            }
+
+            distinctPerRound.Add(held.Select(s => s.Object).Distinct().Count());
+            ReleaseAll(pool, [.. held]);
+        }
+
+        Assert.That(distinctPerRound, Is.All.EqualTo(Objects), "every round took every object, none twice");
+        Assert.That(pool.CreatedCount, Is.EqualTo(Objects), "later rounds reused the first round's objects");
+        AssertCounts(pool, total: Objects, available: Objects);
+        Assert.That(pool.StoredCount, Is.EqualTo(Objects), "storage, uncapped, holds each object once");
+    }
+
     [Test]
     public void AvailableCount_ObjectsKeptByOtherThreads_CountsThem()
     {

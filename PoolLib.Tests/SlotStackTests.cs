@@ -53,6 +53,58 @@ public sealed class SlotStackTests
     }
 
     [Test]
+    public void PopBatch_Empty_ReturnsNullAndZero()
+    {
+        var stack = new SlotStack<TrackedObject>();
+
+        Assert.That(stack.PopBatch(ThreadSlotCache.Capacity, out int count), Is.Null);
+        Assert.That(count, Is.Zero);
+    }
+
+    [TestCase(1, 8, 1)]
+    [TestCase(3, 8, 1)]
+    [TestCase(10, 8, 5)]
+    [TestCase(20, 8, 8)]
+    [TestCase(20, 1, 1)]
+    public void PopBatch_TakesNewestUpToMaxAndAtMostHalf_LinkedInStackOrder(int pushed, int maxCount, int expected)
+    {
+        using var owner = new TrackedPool(pushed);
+        var stack = new SlotStack<TrackedObject>();
+        PoolSlot<TrackedObject>[] slots = CreateRegistered(stack, owner, pushed);
+        foreach (var slot in slots)
+        {
+            stack.Push(slot);
+        }
+
+        PoolSlot<TrackedObject>? first = stack.PopBatch(maxCount, out int count);
+        var batch = new List<PoolSlot<TrackedObject>> { first! };
+        while (batch.Count < count)
+        {
+            batch.Add(stack.NextPopped(batch[^1]));
+        }
+
+        Assert.That(count, Is.EqualTo(expected));
+        Assert.That(batch, Is.EqualTo(slots.Reverse().Take(expected)), "the newest, newest first");
+        Assert.That(stack.Count, Is.EqualTo(pushed - expected));
+        Assert.That(PopAll(stack), Is.EqualTo(slots.Reverse().Skip(expected)), "the rest stay in order");
+    }
+
+    [Test]
+    public void PushBatch_OntoSlots_PopsLastFirstThenTheBatchNewestFirstThenTheRest()
+    {
+        using var owner = new TrackedPool(6);
+        var stack = new SlotStack<TrackedObject>();
+        PoolSlot<TrackedObject>[] slots = CreateRegistered(stack, owner, 6);
+        stack.Push(slots[0]);
+        stack.Push(slots[1]);
+
+        stack.PushBatch(new object?[] { slots[2], slots[3], slots[4] }, slots[5]);
+
+        Assert.That(stack.Count, Is.EqualTo(6), "the depths recorded by the batch");
+        Assert.That(PopAll(stack), Is.EqualTo(slots.Reverse()));
+    }
+
+    [Test]
     public void Register_IndexOfUnregisteredSlot_IsReused()
     {
         using var owner = new TrackedPool(8);
@@ -76,12 +128,92 @@ public sealed class SlotStackTests
     [CancelAfter(60_000)]
     public void PushAndPop_ContendedWithReordering_NoSlotSharedLostOrDuplicatedAndCountExact(CancellationToken cancellationToken)
     {
+        RaceOnStack(slotCount: 6, roundsPerThread: 200_000, cancellationToken, (stack, holder, stamp) =>
+        {
+            bool gotFirst = stack.TryPop(out PoolSlot<TrackedObject>? first);
+            bool gotSecond = stack.TryPop(out PoolSlot<TrackedObject>? second);
+            foreach (var slot in new[] { first, second })
+            {
+                if (slot is not null)
+                {
+                    stamp(slot);
+                }
+            }
+
+            foreach (var slot in new[] { first, second })
+            {
+                if (slot is not null && slot.Object.TryClearHolder(holder))
+                {
+                    stack.Push(slot);
+                }
+            }
+
+            if (!gotFirst && !gotSecond)
+            {
+                Thread.Yield();
+            }
+        });
+    }
+
+    // The same race with batches: each thread pops up to three slots with one swap (walking their
+    // links), puts back all but the second with the first on top again, above a different link, and
+    // only then the second. A batch pop elsewhere that read the first's old links must fail its swap;
+    // if it did not, it would take the second while this thread still holds it.
+    [Test]
+    [CancelAfter(60_000)]
+    public void PushBatchAndPopBatch_ContendedWithReordering_NoSlotSharedLostOrDuplicatedAndCountExact(CancellationToken cancellationToken)
+    {
+        RaceOnStack(slotCount: 12, roundsPerThread: 400_000, cancellationToken, (stack, holder, stamp) =>
+        {
+            PoolSlot<TrackedObject>? first = stack.PopBatch(3, out int count);
+            if (first is null)
+            {
+                Thread.Yield();
+                return;
+            }
+
+            var popped = new List<PoolSlot<TrackedObject>> { first };
+            while (popped.Count < count)
+            {
+                popped.Add(stack.NextPopped(popped[^1]));
+            }
+
+            popped.ForEach(stamp);
+            PoolSlot<TrackedObject>? heldBack = count > 1 ? popped[1] : null;
+            object?[] below = count == 3 ? [popped[2]] : [];
+            foreach (var slot in popped)
+            {
+                if (slot != heldBack)
+                {
+                    slot.Object.TryClearHolder(holder);
+                }
+            }
+
+            stack.PushBatch(below, popped[0]);
+            if (heldBack is not null)
+            {
+                heldBack.Object.TryClearHolder(holder);
+                stack.Push(heldBack);
+            }
+        });
+    }
+
+    /// <summary>
+    /// Runs four threads, started together, each doing <paramref name="roundsPerThread"/> rounds of
+    /// <paramref name="round"/> (given the stack, its holder number and a stamp that reports a slot
+    /// already held) on a stack of <paramref name="slotCount"/> slots, checking the count after every
+    /// round; then asserts that no slot was shared, lost or duplicated and that the count is exact.
+    /// </summary>
+    private static void RaceOnStack(
+        int slotCount,
+        int roundsPerThread,
+        CancellationToken cancellationToken,
+        Action<SlotStack<TrackedObject>, int, Action<PoolSlot<TrackedObject>>> round)
+    {
         const int Threads = 4;
-        const int Slots = 6;
-        const int RoundsPerThread = 200_000;
-        using var owner = new TrackedPool(Slots);
+        using var owner = new TrackedPool(slotCount);
         var stack = new SlotStack<TrackedObject>();
-        PoolSlot<TrackedObject>[] slots = CreateRegistered(stack, owner, Slots);
+        PoolSlot<TrackedObject>[] slots = CreateRegistered(stack, owner, slotCount);
         foreach (var slot in slots)
         {
             stack.Push(slot);
@@ -91,43 +223,29 @@ public sealed class SlotStackTests
         using var start = new Barrier(Threads);
         var workers = Enumerable.Range(1, Threads).Select(holder => Task.Factory.StartNew(() =>
         {
-            start.SignalAndWait(cancellationToken);
-            for (int i = 0; i < RoundsPerThread; i++)
+            void Stamp(PoolSlot<TrackedObject> slot)
             {
-                bool gotFirst = stack.TryPop(out PoolSlot<TrackedObject>? first);
-                bool gotSecond = stack.TryPop(out PoolSlot<TrackedObject>? second);
-                foreach (var slot in new[] { first, second })
+                if (!slot.Object.TryStampHolder(holder))
                 {
-                    if (slot is not null && !slot.Object.TryStampHolder(holder))
-                    {
-                        violations.Enqueue($"slot {slot.StackIndex} popped while another thread held it");
-                    }
+                    violations.Enqueue($"slot {slot.StackIndex} popped while another thread held it");
                 }
+            }
 
-                foreach (var slot in new[] { first, second })
-                {
-                    if (slot is not null && slot.Object.TryClearHolder(holder))
-                    {
-                        stack.Push(slot);
-                    }
-                }
-
+            start.SignalAndWait(cancellationToken);
+            for (int i = 0; i < roundsPerThread; i++)
+            {
+                round(stack, holder, Stamp);
                 int count = stack.Count;
-                if (count is < 0 or > Slots)
+                if (count < 0 || count > slotCount)
                 {
-                    violations.Enqueue($"count {count} outside 0..{Slots}");
-                }
-
-                if (!gotFirst && !gotSecond)
-                {
-                    Thread.Yield();
+                    violations.Enqueue($"count {count} outside 0..{slotCount}");
                 }
             }
         }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default)).ToArray();
 
         Assert.That(Task.WaitAll(workers, TimeSpan.FromSeconds(50)), Is.True);
         Assert.That(violations, Is.Empty);
-        Assert.That(stack.Count, Is.EqualTo(Slots), "the depth recorded in the top slot after the race");
+        Assert.That(stack.Count, Is.EqualTo(slotCount), "the depth recorded in the top slot after the race");
         Assert.That(PopAll(stack), Is.EquivalentTo(slots), "every slot is in the stack exactly once");
     }
 

@@ -67,6 +67,72 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
+    public void TryDrainOwn_FullWithPushCredit_MovesEverythingOldestFirstAndKeepsAgain()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        object[] kept = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => new object())];
+        cache.NoteSharedTake();
+        foreach (object item in kept)
+        {
+            cache.TryKeepOwn(item, gate);
+        }
+
+        var drained = new ThreadSlotCacheEntries();
+        int count = cache.TryDrainOwn(drained, gate);
+
+        Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept));
+        Assert.That(cache.Count, Is.Zero);
+        Assert.That(cache.TryKeepOwn(new object(), gate), Is.True, "an emptied cache keeps again");
+    }
+
+    [Test]
+    public void TryDrainOwn_NoPushCreditLeft_DoesNothing()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        var counts = new List<int>();
+        cache.NoteSharedTake();
+        for (int round = 0; round < 2; round++)
+        {
+            for (int i = 0; i < ThreadSlotCache.Capacity; i++)
+            {
+                cache.TryKeepOwn(new object(), gate);
+            }
+
+            var drained = new ThreadSlotCacheEntries();
+            counts.Add(cache.TryDrainOwn(drained, gate));
+        }
+
+        Assert.That(counts, Is.EqualTo(new[] { ThreadSlotCache.Capacity, 0 }), "one take from the shared stack, one batch push");
+        Assert.That(cache.TryKeepOwn(new object(), gate), Is.False, "without a credit the full cache stays full");
+    }
+
+    [Test]
+    public void TryDrainOwn_NotFullOrGateClosed_DoesNothing()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        cache.NoteSharedTake();
+        for (int i = 0; i < ThreadSlotCache.Capacity - 1; i++)
+        {
+            cache.TryKeepOwn(new object(), gate);
+        }
+
+        var drained = new ThreadSlotCacheEntries();
+        int whileNotFull = cache.TryDrainOwn(drained, gate);
+        cache.TryKeepOwn(new object(), gate);
+        gate.Enter();
+        int whileClosed = cache.TryDrainOwn(drained, gate);
+        gate.Exit();
+        int once = cache.TryDrainOwn(drained, gate);
+
+        Assert.That(whileNotFull, Is.Zero);
+        Assert.That(whileClosed, Is.Zero);
+        Assert.That(once, Is.EqualTo(ThreadSlotCache.Capacity), "the credit was not spent by the refusals");
+    }
+
+    [Test]
     public void OwnerPaths_GateClosed_NeitherKeepNorTake()
     {
         var gate = new ForeignAccessGate();
@@ -128,17 +194,19 @@ public sealed class ThreadSlotCacheTests
         Assert.That(states, Is.EqualTo(new[] { false, true, true, false, true }));
     }
 
-    // The owner works on its cache with plain reads and writes while two thieves enter the gate and
-    // steal from it whenever it looks non-empty. Every object is stamped by whoever takes it and must be free when
-    // stamped; an owner that took from its cache while a thief was inside the gate (or a gate that
-    // let a thief in before the owner could see it closed) would hand one object to two takers.
+    // The owner works on its cache with plain reads and writes (taking, keeping, and emptying it when
+    // full) while two thieves enter the gate and steal from it whenever it looks non-empty. Every
+    // object is stamped by whoever takes it and must be free when stamped; an owner that took from
+    // or emptied its cache while a thief was inside the gate (or a gate that let a thief in before
+    // the owner could see it closed) would hand one object to two takers.
     [Test]
     [CancelAfter(120_000)]
     public void OwnerAndThieves_RacingForOneCache_NeverTakeAnObjectTwice(CancellationToken cancellationToken)
     {
-        const int Objects = 4;
+        const int Objects = ThreadSlotCache.Capacity + 4;
         const int OwnerRounds = 3_000_000;
         const int MinimumThefts = 50_000;
+        const int MinimumDrains = 10_000;
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         var overflow = new ConcurrentQueue<TrackedObject>();
@@ -151,6 +219,7 @@ public sealed class ThreadSlotCacheTests
 
         int ownerDone = 0;
         int thefts = 0;
+        int drains = 0;
         using var start = new Barrier(3);
 
         void Hold(TrackedObject item, int holder)
@@ -167,9 +236,10 @@ public sealed class ThreadSlotCacheTests
 
         Task owner = Task.Factory.StartNew(() =>
         {
+            var drained = new ThreadSlotCacheEntries();
             start.SignalAndWait(cancellationToken);
             // Goes on past its rounds until the thieves have stolen enough, however they are scheduled.
-            for (int round = 0; round < OwnerRounds || Volatile.Read(ref thefts) < MinimumThefts; round++)
+            for (int round = 0; round < OwnerRounds || Volatile.Read(ref thefts) < MinimumThefts || drains < MinimumDrains; round++)
             {
                 var item = (TrackedObject?)cache.TryTakeOwn(gate);
                 if (item is null && !overflow.TryDequeue(out item))
@@ -183,10 +253,25 @@ public sealed class ThreadSlotCacheTests
                     overflow.Enqueue(item);
                 }
 
-                // Top the cache up from what the thieves gave back, so it rarely looks empty to them.
-                if (overflow.TryDequeue(out TrackedObject? extra) && !cache.TryKeepOwn(extra, gate))
+                // Top the cache up from what the thieves gave back, so it rarely looks empty to them;
+                // as the pool does with a take from its shared stack, that earns a batch push, which
+                // empties the cache once it is full.
+                if (overflow.TryDequeue(out TrackedObject? extra))
                 {
-                    overflow.Enqueue(extra);
+                    cache.NoteSharedTake();
+                    if (!cache.TryKeepOwn(extra, gate))
+                    {
+                        int count = cache.TryDrainOwn(drained, gate);
+                        drains += count == 0 ? 0 : 1;
+                        for (int i = 0; i < count; i++)
+                        {
+                            var moved = (TrackedObject)drained[i]!;
+                            Hold(moved, holder: 1);
+                            overflow.Enqueue(moved);
+                        }
+
+                        overflow.Enqueue(extra);
+                    }
                 }
             }
 
@@ -221,6 +306,7 @@ public sealed class ThreadSlotCacheTests
 
         Assert.That(violations, Is.Empty);
         Assert.That(thefts, Is.GreaterThanOrEqualTo(MinimumThefts), "the thieves took from the cache");
+        Assert.That(drains, Is.GreaterThanOrEqualTo(MinimumDrains), "the owner emptied its full cache");
         var left = new List<TrackedObject>(overflow);
         gate.Enter();
         while (cache.Steal() is TrackedObject item)

@@ -308,8 +308,13 @@ public abstract partial class Pool<T> : IDisposable where T : class
         ThrowIfDisposed();
         if (Volatile.Read(ref _waiterCount) == 0)
         {
-            if (_storage.TryPopShared(out slot) || TrySteal(out slot))
+            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || TrySteal(out slot))
             {
+                if (pushedBack)
+                {
+                    ServeAfterSharedPush();
+                }
+
                 slot.MarkRented();
                 return true;
             }
@@ -402,7 +407,12 @@ public abstract partial class Pool<T> : IDisposable where T : class
     private void StoreShared(PoolSlot<T> slot)
     {
         _storage.PushShared(slot);
+        ServeAfterSharedPush();
+    }
 
+    /// <summary>What every push onto the shared stack owes: serving waiters, draining a disposed pool.</summary>
+    private void ServeAfterSharedPush()
+    {
         // The push is a full fence (an interlocked operation), so these reads cannot move before it.
         // A new waiter increments _waiterCount (interlocked) before it looks in storage, and Dispose
         // sets _disposed (interlocked) before it drains storage: either they see this slot, or we see

@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 
 namespace PoolLib;
 
@@ -26,6 +27,11 @@ namespace PoolLib;
 /// Count: each slot records its depth (how many slots it is on top of, plus one) when it is pushed,
 /// so the size of the stack is the depth of its top slot and no separate counter has to be updated
 /// with an interlocked operation on every push and pop.
+/// </para>
+/// <para>
+/// Batches: <see cref="PushBatch"/> links a chain of slots and swaps the head to its top in one
+/// CAS; <see cref="PopBatch"/> walks a few links down from the top and swaps the head past them in
+/// one CAS, which the version makes safe (see the invariant there).
 /// </para>
 /// <para>
 /// Guarantees: lock-free push and pop; a slot pushed once is popped at most once. Not guaranteed:
@@ -112,9 +118,14 @@ internal sealed class SlotStack<T> where T : class
     }
 
     /// <summary>Pushes a registered slot that the caller owns.</summary>
-    public void Push(PoolSlot<T> slot)
+    public void Push(PoolSlot<T> slot) => PushBatch([], slot);
+
+    /// <summary>Pushes registered slots the caller owns with one swap: <paramref name="slots"/> in order, then <paramref name="last"/> on top.</summary>
+    /// <param name="slots">Slots of this stack's pool, as objects (a thread's cache holds them so); may be empty.</param>
+    /// <param name="last">The slot that ends on top.</param>
+    public void PushBatch(ReadOnlySpan<object?> slots, PoolSlot<T> last)
     {
-        long newTop = slot.StackIndex + 1L;
+        long newTop = last.StackIndex + 1L;
         var backoff = new RetryBackoff();
         while (true)
         {
@@ -124,8 +135,9 @@ internal sealed class SlotStack<T> where T : class
             // Invariant: a slot in the stack has DepthInStack = 1 + the number of slots below it.
             // The depth read from the current top is right if the CAS below succeeds, because the
             // CAS compares the version too: the top cannot have been popped and pushed back (with
-            // a new depth) in between. A stale or recycled entry only costs a failed CAS.
-            int depthBelow = 0;
+            // a new depth) in between. A stale or recycled entry only costs a failed CAS. Each slot
+            // pushed is linked to the one before it and one deeper.
+            int depth = 0;
             if (top != 0)
             {
                 PoolSlot<T>? below = Volatile.Read(ref _registry)[top - 1];
@@ -135,11 +147,20 @@ internal sealed class SlotStack<T> where T : class
                     continue;
                 }
 
-                depthBelow = Volatile.Read(ref below.DepthInStack);
+                depth = Volatile.Read(ref below.DepthInStack);
             }
 
-            slot.NextInStack = top;
-            slot.DepthInStack = depthBelow + 1;
+            int link = top;
+            foreach (object? item in slots)
+            {
+                PoolSlot<T> slot = Unsafe.As<PoolSlot<T>>(item)!;
+                slot.NextInStack = link;
+                slot.DepthInStack = ++depth;
+                link = slot.StackIndex + 1;
+            }
+
+            last.NextInStack = link;
+            last.DepthInStack = depth + 1;
             if (Interlocked.CompareExchange(ref _head, NextVersion(head) | newTop, head) == head)
             {
                 return;
@@ -178,6 +199,68 @@ internal sealed class SlotStack<T> where T : class
 
             backoff.Wait();
         }
+    }
+
+    /// <summary>
+    /// Pops the newest slots at once, up to <paramref name="maxCount"/> but no more than half of
+    /// the stack (and at least one), so that a batch leaves other takers at least as many as it takes.
+    /// </summary>
+    /// <param name="maxCount">The most slots to pop; at least 1.</param>
+    /// <param name="count">How many slots were popped; 0 if the stack was empty.</param>
+    /// <returns>
+    /// The newest slot popped, or <see langword="null"/> if the stack was empty. The slots popped stay
+    /// linked as they were in the stack (each one's next is <see cref="NextPopped"/>), and the caller owns them all.
+    /// </returns>
+    public PoolSlot<T>? PopBatch(int maxCount, out int count)
+    {
+        Debug.Assert(maxCount >= 1);
+
+        var backoff = new RetryBackoff();
+        while (true)
+        {
+            long head = Volatile.Read(ref _head);
+            int top = (int)head;
+            if (top == 0)
+            {
+                count = 0;
+                return null;
+            }
+
+            // Invariant: if the CAS below succeeds, the version shows that no push or pop succeeded
+            // since the head was read, so the stack did not change while its links were walked: every
+            // slot walked was in it throughout, owned by nobody, so its link and depth were not
+            // being written, and "next" is the link below the last slot walked. A walk that met a
+            // stale or recycled entry (the stack did change) stops early; its CAS then fails on the
+            // version and we read again.
+            PoolSlot<T>?[] registry = Volatile.Read(ref _registry);
+            PoolSlot<T>? candidate = registry[top - 1];
+            if (candidate is not null)
+            {
+                int wanted = Math.Clamp(Volatile.Read(ref candidate.DepthInStack) / 2, 1, maxCount);
+                count = 1;
+                long next = (uint)Volatile.Read(ref candidate.NextInStack);
+                while (count < wanted && (ulong)(next - 1) < (ulong)registry.Length && registry[next - 1] is { } below)
+                {
+                    next = (uint)Volatile.Read(ref below.NextInStack);
+                    count++;
+                }
+
+                if (Interlocked.CompareExchange(ref _head, NextVersion(head) | next, head) == head)
+                {
+                    return candidate;
+                }
+            }
+
+            backoff.Wait();
+        }
+    }
+
+    /// <summary>Gets the slot that was below <paramref name="slot"/> when a batch containing both was popped.</summary>
+    /// <remarks>Read it before the slot is stored again: storing it gives it a new link.</remarks>
+    public PoolSlot<T> NextPopped(PoolSlot<T> slot)
+    {
+        Debug.Assert(slot.NextInStack != 0, "Not the last slot of its batch.");
+        return Volatile.Read(ref _registry)[slot.NextInStack - 1]!;
     }
 
     private static long NextVersion(long head) => (long)(((ulong)head & 0xFFFF_FFFF_0000_0000UL) + 0x1_0000_0000UL);

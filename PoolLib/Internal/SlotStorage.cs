@@ -10,12 +10,19 @@ namespace PoolLib;
 /// </summary>
 /// <remarks>
 /// <para>
-/// Algorithm: a store first tries the calling thread's own cache, then pushes onto the stack. A take
-/// first tries the caller's own cache (<see cref="TryTakeOwn"/>), then pops the stack
-/// (<see cref="TryPopShared"/>), then, inside the <see cref="ForeignAccessGate"/>, takes from any
-/// thread's cache (<see cref="TrySteal"/>). A thread that takes and returns works on its own cache
-/// with plain reads and writes (no interlocked operation, no shared cache line) and allocates
-/// nothing; neither does the stack, whose nodes are the slots themselves.
+/// Algorithm: a store first tries the calling thread's own cache, then pushes onto the stack
+/// (<see cref="PushShared"/>). A take first tries the caller's own cache (<see cref="TryTakeOwn"/>),
+/// then pops the stack (<see cref="TryPopSharedAndRefill"/>), then, inside the
+/// <see cref="ForeignAccessGate"/>, takes from any thread's cache (<see cref="TrySteal"/>). A thread
+/// that takes and returns works on its own cache with plain reads and writes (no interlocked
+/// operation, no shared cache line) and allocates nothing; neither does the stack, whose nodes are
+/// the slots themselves.
+/// </para>
+/// <para>
+/// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
+/// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
+/// and then returns them all pays about one swap on the shared head per cache-full of objects
+/// instead of one per object. Only threads that pop batches push them (see <see cref="ThreadSlotCache"/>).
 /// </para>
 /// <para>
 /// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
@@ -101,21 +108,84 @@ internal sealed class SlotStorage<T> where T : class
     {
         Debug.Assert(slot.IsInPool);
 
-        ThreadSlotCache?[] caches = _caches;
-        int threadId = Environment.CurrentManagedThreadId;
-        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
-        return (cache ?? CreateOwnCache(threadId))?.TryKeepOwn(slot, _gate) ?? false;
+        return OwnCache()?.TryKeepOwn(slot, _gate) ?? false;
     }
 
-    /// <summary>Stores a slot the caller owns and has marked in-pool on the shared stack.</summary>
+    /// <summary>
+    /// Stores a slot the caller owns and has marked in-pool on the shared stack; if the calling
+    /// thread's cache is full and the thread has drawn on the stack, the whole cache goes with it
+    /// in the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>).
+    /// </summary>
     public void PushShared(PoolSlot<T> slot)
     {
         Debug.Assert(slot.IsInPool);
-        _stack.Push(slot);
+
+        ThreadSlotCacheEntries drained = default;
+        int count = OwnCache()?.TryDrainOwn(drained, _gate) ?? 0;
+        if (count != 0)
+        {
+            _stack.PushBatch(((ReadOnlySpan<object?>)drained)[..count], slot);
+        }
+        else
+        {
+            _stack.Push(slot);
+        }
     }
 
     /// <summary>Takes the newest slot on the shared stack, if any.</summary>
     public bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot);
+
+    /// <summary>
+    /// Takes the newest slot on the shared stack and, with the same swap, moves a few more (up to
+    /// <see cref="ThreadSlotCache.Capacity"/> - 1, never more than half the stack) into the calling
+    /// thread's cache, so that its next takes are plain reads and writes.
+    /// </summary>
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="pushedBack">
+    /// Whether some of the slots moved could not be kept (the gate closed meanwhile) and went back
+    /// onto the stack; the caller then owes what follows any push: serving waiters, draining a disposed pool.
+    /// </param>
+    /// <remarks>
+    /// Why: a thread that takes many objects before it returns any (a long rental) would otherwise
+    /// pay a compare-and-swap on the shared head for every take. Between the swap and the keep, the
+    /// moved slots are in no storage; they are kept by the same protocol as a release (the keep
+    /// fails once the gate is closed), so a waiter or Dispose either finds them in the cache or
+    /// sees them pushed back.
+    /// </remarks>
+    public bool TryPopSharedAndRefill([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
+    {
+        pushedBack = false;
+        ThreadSlotCache? cache = OwnCache();
+        int maxCount = cache is null || _gate.IsClosed ? 1 : ThreadSlotCache.Capacity;
+        slot = _stack.PopBatch(maxCount, out int count);
+        if (slot is null)
+        {
+            return false;
+        }
+
+        cache?.NoteSharedTake();
+        if (count == 1)
+        {
+            return true;
+        }
+
+        Debug.Assert(cache is not null);
+        PoolSlot<T> moved = _stack.NextPopped(slot);
+        for (int i = 1; i < count; i++)
+        {
+            // Read the link first: once kept or pushed, the slot may be taken and relinked by anyone.
+            PoolSlot<T>? following = i + 1 < count ? _stack.NextPopped(moved) : null;
+            if (!cache.TryKeepOwn(moved, _gate))
+            {
+                _stack.Push(moved);
+                pushedBack = true;
+            }
+
+            moved = following!;
+        }
+
+        return true;
+    }
 
     /// <summary>Whether any thread's cache looks non-empty; a hint to skip entering the gate for nothing.</summary>
     public bool MayHoldCached()
@@ -156,6 +226,16 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>Takes any stored slot, the stack first; the caller must be inside the gate.</summary>
     public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => TryPopShared(out slot) || TrySteal(out slot);
+
+    /// <summary>Gets the calling thread's cache, creating it if need be; <see langword="null"/> if its id is too high to have one.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private ThreadSlotCache? OwnCache()
+    {
+        ThreadSlotCache?[] caches = _caches;
+        int threadId = Environment.CurrentManagedThreadId;
+        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
+        return cache ?? CreateOwnCache(threadId);
+    }
 
     /// <summary>Gives the calling thread its cache; <see langword="null"/> if its id is too high to have one.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]

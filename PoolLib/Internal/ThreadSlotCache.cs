@@ -25,10 +25,19 @@ namespace PoolLib;
 /// time on one cache.
 /// </para>
 /// <para>
-/// <see cref="_top"/> falls only when the owner takes, never when a foreigner empties an entry. So
-/// a thread that only returns (one that hands objects back for takers on other threads, like the
-/// UDP server's replier) stops keeping after <see cref="Capacity"/> returns, and from then on its
-/// returns go where those takers look first, the shared stack, instead of waiting to be stolen.
+/// <see cref="_top"/> falls only when the owner takes (or empties its full cache, see Batches
+/// below), never when a foreigner empties an entry. So a thread that only returns (one that hands
+/// objects back for takers on other threads, like the UDP server's replier) stops keeping after
+/// <see cref="Capacity"/> returns, and from then on its returns go where those takers look first,
+/// the shared stack, instead of waiting to be stolen.
+/// </para>
+/// <para>
+/// Batches: a thread that takes from the shared stack takes a few more slots into its cache with
+/// the same swap, and earns a push credit (<see cref="NoteSharedTake"/>). A release that finds the
+/// cache full spends one to push the whole cache with it in one swap (<see cref="TryDrainOwn"/>),
+/// which also lowers <see cref="_top"/>. So slots move between cache and stack in batches both ways
+/// for a thread that draws on the stack (one that takes many objects, then returns them all), while
+/// a thread that only returns never earns a credit and keeps the limit above.
 /// </para>
 /// <para>
 /// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
@@ -41,6 +50,9 @@ internal sealed class ThreadSlotCache
     /// <summary>How many idle slots one thread keeps for itself.</summary>
     public const int Capacity = ThreadSlotCacheEntries.Length;
 
+    // Bounds the push credits, so a thread that only takes cannot overflow them.
+    private const int MaxPushCredits = 1 << 20;
+
     // 1 while the owner works on the entries plainly (invariant 2); written only by the owner.
     [FieldOffset(64)]
     private int _busy;
@@ -49,7 +61,11 @@ internal sealed class ThreadSlotCache
     [FieldOffset(68)]
     private int _top;
 
+    // Owner-only: takes from the shared stack not yet matched by a batch push, at most MaxPushCredits.
     [FieldOffset(72)]
+    private int _pushCredits;
+
+    [FieldOffset(80)]
     private ThreadSlotCacheEntries _entries;
 
     /// <summary>Gets how many entries hold a slot: exact when nobody is taking or storing, otherwise a snapshot.</summary>
@@ -116,6 +132,45 @@ internal sealed class ThreadSlotCache
 
         Volatile.Write(ref _busy, 0);
         return kept;
+    }
+
+    /// <summary>Owner only: notes that the owner took a slot from the shared stack, which earns it one batch push (see <see cref="TryDrainOwn"/>).</summary>
+    public void NoteSharedTake()
+    {
+        if (_pushCredits < MaxPushCredits)
+        {
+            _pushCredits++;
+        }
+    }
+
+    /// <summary>
+    /// Owner only: empties a full cache into <paramref name="into"/>, oldest first, for the caller
+    /// to push with the slot it could not keep; spends a push credit. Does nothing, and returns 0,
+    /// unless the gate is open, the cache is full (<see cref="_top"/> at <see cref="Capacity"/>)
+    /// and the owner has a credit.
+    /// </summary>
+    /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
+    public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
+    {
+        int count = 0;
+        Volatile.Write(ref _busy, 1);
+        if (_top == Capacity && _pushCredits > 0 && !gate.IsClosed)
+        {
+            for (int i = 0; i < Capacity; i++)
+            {
+                if (_entries[i] is { } kept)
+                {
+                    into[count++] = kept;
+                    _entries[i] = null;
+                }
+            }
+
+            _top = 0;
+            _pushCredits--;
+        }
+
+        Volatile.Write(ref _busy, 0);
+        return count;
     }
 
     /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
