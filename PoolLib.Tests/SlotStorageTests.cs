@@ -4,42 +4,85 @@ namespace PoolLib.Tests;
 
 public sealed class SlotStorageTests
 {
-    // A batch popped for a thread whose cache cannot keep it (here: already full) goes back onto the
-    // shared stack, and the caller is told so, because it then owes waiters a look.
     [Test]
-    public void TryPopSharedAndRefill_OwnCacheFull_PushesTheRestBackAndSaysSo()
+    public void TryPopSharedAndRefill_CacheWithRoom_KeepsTheNextHalfOfTheStack()
     {
-        const int OnStack = 10;
-        using var owner = new TrackedPool(ThreadSlotCache.Capacity + OnStack);
-        var storage = new SlotStorage<TrackedObject>();
-        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, ThreadSlotCache.Capacity + OnStack).Select(_ => new PoolSlot<TrackedObject>(owner, new TrackedObject()))];
-        foreach (PoolSlot<TrackedObject> slot in slots)
-        {
-            storage.Register(slot);
-            slot.MarkInPool();
-        }
-
-        bool[] kept = [.. slots.Take(ThreadSlotCache.Capacity).Select(storage.TryKeepOwn)];
-        foreach (PoolSlot<TrackedObject> slot in slots.Skip(ThreadSlotCache.Capacity))
-        {
-            storage.PushShared(slot);
-        }
+        using var owner = new TrackedPool(10);
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] onStack) = StorageWithStack(owner, 10);
 
         bool taken = storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out bool pushedBack);
+        var ownTakes = new List<PoolSlot<TrackedObject>?>();
+        for (int i = 0; i < 4; i++)
+        {
+            storage.TryTakeOwn(out PoolSlot<TrackedObject>? own);
+            ownTakes.Add(own);
+        }
 
-        Assert.That(kept, Is.All.True, "the cache was filled");
         Assert.That(taken, Is.True);
-        Assert.That(popped, Is.SameAs(slots[^1]), "the newest slot on the stack");
-        Assert.That(pushedBack, Is.True);
-        Assert.That(storage.Count, Is.EqualTo(slots.Length - 1));
-        var left = new List<PoolSlot<TrackedObject>>();
+        Assert.That(popped, Is.SameAs(onStack[^1]));
+        Assert.That(pushedBack, Is.False);
+        Assert.That(ownTakes, Is.EquivalentTo(onStack.Reverse().Skip(1).Take(4)), "half the stack moved into the cache");
+        Assert.That(storage.Count, Is.EqualTo(5));
+    }
+
+    // The slots moved by a take are kept by the same protocol as a release: with the gate closed
+    // (a waiter may be queued) they go back onto the shared stack, and the caller is told so,
+    // because it then owes waiters a look.
+    [Test]
+    public void TryPopSharedAndRefill_GateClosed_PushesTheRestBackAndSaysSo()
+    {
+        using var owner = new TrackedPool(10);
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] onStack) = StorageWithStack(owner, 10);
+
         storage.EnterForeign();
+        bool taken = storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out bool pushedBack);
+        var left = new List<PoolSlot<TrackedObject>>();
         while (storage.TryTakeAny(out PoolSlot<TrackedObject>? slot))
         {
             left.Add(slot);
         }
 
         storage.ExitForeign();
-        Assert.That(left, Is.EquivalentTo(slots.SkipLast(1)), "every other slot is stored exactly once");
+
+        Assert.That(taken, Is.True);
+        Assert.That(popped, Is.SameAs(onStack[^1]));
+        Assert.That(pushedBack, Is.True);
+        Assert.That(left, Is.EquivalentTo(onStack.SkipLast(1)), "every other slot is stored exactly once");
+    }
+
+    [Test]
+    public void TryPopSharedAndRefill_CacheFull_TakesOneAndMovesNothing()
+    {
+        using var owner = new TrackedPool(ThreadSlotCache.Capacity + 10);
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] onStack) = StorageWithStack(owner, 10);
+        for (int i = 0; i < ThreadSlotCache.Capacity; i++)
+        {
+            var slot = new PoolSlot<TrackedObject>(owner, new TrackedObject());
+            storage.Register(slot);
+            slot.MarkInPool();
+            storage.TryKeepOwn(slot);
+        }
+
+        bool taken = storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out bool pushedBack);
+
+        Assert.That(taken, Is.True);
+        Assert.That(popped, Is.SameAs(onStack[^1]));
+        Assert.That(pushedBack, Is.False);
+        Assert.That(storage.Count, Is.EqualTo(ThreadSlotCache.Capacity + onStack.Length - 1));
+    }
+
+    /// <summary>A storage whose shared stack holds <paramref name="count"/> new slots of <paramref name="owner"/> (the last on top) and whose caches are empty.</summary>
+    private static (SlotStorage<TrackedObject> Storage, PoolSlot<TrackedObject>[] OnStack) StorageWithStack(TrackedPool owner, int count)
+    {
+        var storage = new SlotStorage<TrackedObject>();
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, count).Select(_ => new PoolSlot<TrackedObject>(owner, new TrackedObject()))];
+        foreach (PoolSlot<TrackedObject> slot in slots)
+        {
+            storage.Register(slot);
+            slot.MarkInPool();
+            storage.PushShared(slot);
+        }
+
+        return (storage, slots);
     }
 }

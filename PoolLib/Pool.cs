@@ -310,12 +310,12 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || TrySteal(out slot))
             {
+                slot.MarkRented();
                 if (pushedBack)
                 {
-                    ServeAfterSharedPush();
+                    ServeAfterPushBack(slot);
                 }
 
-                slot.MarkRented();
                 return true;
             }
 
@@ -408,6 +408,24 @@ public abstract partial class Pool<T> : IDisposable where T : class
     {
         _storage.PushShared(slot);
         ServeAfterSharedPush();
+    }
+
+    /// <summary>
+    /// Does what the slots a take pushed back onto the shared stack owe. If that throws (an idle
+    /// object's Dispose, in a pool being disposed), the taker's own slot is stored before the
+    /// exception leaves, so it is not lost with it.
+    /// </summary>
+    private void ServeAfterPushBack(PoolSlot<T> taken)
+    {
+        try
+        {
+            ServeAfterSharedPush();
+        }
+        catch
+        {
+            Store(taken);
+            throw;
+        }
     }
 
     /// <summary>What every push onto the shared stack owes: serving waiters, draining a disposed pool.</summary>

@@ -22,7 +22,8 @@ namespace PoolLib;
 /// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
 /// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
 /// and then returns them all pays about one swap on the shared head per cache-full of objects
-/// instead of one per object. Only threads that pop batches push them (see <see cref="ThreadSlotCache"/>).
+/// instead of one per object. Only a thread that takes from the stack earns batch pushes (see
+/// <see cref="ThreadSlotCache"/>).
 /// </para>
 /// <para>
 /// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
@@ -136,13 +137,13 @@ internal sealed class SlotStorage<T> where T : class
     public bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot);
 
     /// <summary>
-    /// Takes the newest slot on the shared stack and, with the same swap, moves a few more (up to
-    /// <see cref="ThreadSlotCache.Capacity"/> - 1, never more than half the stack) into the calling
-    /// thread's cache, so that its next takes are plain reads and writes.
+    /// Takes the newest slot on the shared stack and, with the same swap, moves a few more (as many
+    /// as the calling thread's cache has room for, never more than half the stack) into that cache,
+    /// so that the thread's next takes are plain reads and writes.
     /// </summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="pushedBack">
-    /// Whether some of the slots moved could not be kept (the gate closed meanwhile) and went back
+    /// Whether some of the slots moved could not be kept (the gate was closed) and went back
     /// onto the stack; the caller then owes what follows any push: serving waiters, draining a disposed pool.
     /// </param>
     /// <remarks>
@@ -156,7 +157,7 @@ internal sealed class SlotStorage<T> where T : class
     {
         pushedBack = false;
         ThreadSlotCache? cache = OwnCache();
-        int maxCount = cache is null || _gate.IsClosed ? 1 : ThreadSlotCache.Capacity;
+        int maxCount = cache is null ? 1 : 1 + cache.Room;
         slot = _stack.PopBatch(maxCount, out int count);
         if (slot is null)
         {
@@ -169,6 +170,10 @@ internal sealed class SlotStorage<T> where T : class
             return true;
         }
 
+        // Kept in the order they were popped, so the owner's next take gets the deepest of them, not
+        // the most recently stored: keeping them the other way round needs a copy of the batch
+        // first, which measured 0.5 ns a pair slower in a one-thread long rental (19.3-19.5 against
+        // 18.7-19.2), where no object is touched and warmth cannot pay it back.
         Debug.Assert(cache is not null);
         PoolSlot<T> moved = _stack.NextPopped(slot);
         for (int i = 1; i < count; i++)

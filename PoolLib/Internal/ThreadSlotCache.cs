@@ -134,6 +134,9 @@ internal sealed class ThreadSlotCache
         return kept;
     }
 
+    /// <summary>Owner only: gets how many more slots <see cref="TryKeepOwn"/> would keep if the gate stays open.</summary>
+    public int Room => Capacity - _top;
+
     /// <summary>Owner only: notes that the owner took a slot from the shared stack, which earns it one batch push (see <see cref="TryDrainOwn"/>).</summary>
     public void NoteSharedTake()
     {
@@ -152,9 +155,15 @@ internal sealed class ThreadSlotCache
     /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
     public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
     {
+        // Both are the owner's own fields: no need to be busy to read them.
+        if (_top != Capacity || _pushCredits == 0)
+        {
+            return 0;
+        }
+
         int count = 0;
         Volatile.Write(ref _busy, 1);
-        if (_top == Capacity && _pushCredits > 0 && !gate.IsClosed)
+        if (!gate.IsClosed)
         {
             for (int i = 0; i < Capacity; i++)
             {
