@@ -25,6 +25,21 @@ public sealed class SlotStorageTests
         Assert.That(storage.Count, Is.EqualTo(5));
     }
 
+    // A refill that left no room would make the release of the slot taken push the whole cache, and
+    // a thread renting one object at a time would pop and push a batch on every pair.
+    [Test]
+    public void TryPopSharedAndRefill_EmptyCache_LeavesRoomToKeepTheSlotTaken()
+    {
+        using var owner = new TrackedPool(4 * ThreadSlotCache.Capacity);
+        (SlotStorage<TrackedObject> storage, _) = StorageWithStack(owner, 4 * ThreadSlotCache.Capacity);
+
+        storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out _);
+        bool keptOnReturn = storage.TryKeepOwn(popped!);
+
+        Assert.That(keptOnReturn, Is.True, "the slot taken fits back into the cache");
+        Assert.That(storage.Count, Is.EqualTo(4 * ThreadSlotCache.Capacity));
+    }
+
     // The slots moved by a take are kept by the same protocol as a release: with the gate closed
     // (a waiter may be queued) they go back onto the shared stack, and the caller is told so,
     // because it then owes waiters a look.

@@ -138,8 +138,8 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>
     /// Takes the newest slot on the shared stack and, with the same swap, moves a few more (as many
-    /// as the calling thread's cache has room for, never more than half the stack) into that cache,
-    /// so that the thread's next takes are plain reads and writes.
+    /// as the calling thread's cache has room for, less one, and never more than half the stack)
+    /// into that cache, so that the thread's next takes are plain reads and writes.
     /// </summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="pushedBack">
@@ -157,7 +157,10 @@ internal sealed class SlotStorage<T> where T : class
     {
         pushedBack = false;
         ThreadSlotCache? cache = OwnCache();
-        int maxCount = cache is null ? 1 : 1 + cache.Room;
+        // One fewer than the cache has room for, so that the slot taken fits when it comes back:
+        // a refill that filled the cache would make that release push the whole cache, and a
+        // thread renting one object at a time would then pop and push a batch on every pair.
+        int maxCount = cache is null ? 1 : Math.Max(1, cache.Room);
         slot = _stack.PopBatch(maxCount, out int count);
         if (slot is null)
         {
