@@ -157,6 +157,7 @@ internal sealed class SlotStorage<T> where T : class
     {
         pushedBack = false;
         ThreadSlotCache? cache = OwnCache();
+
         // One fewer than the cache has room for, so that the slot taken fits when it comes back:
         // a refill that filled the cache would make that release push the whole cache, and a
         // thread renting one object at a time would then pop and push a batch on every pair.
