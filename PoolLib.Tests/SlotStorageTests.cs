@@ -25,6 +25,27 @@ public sealed class SlotStorageTests
         Assert.That(storage.Count, Is.EqualTo(5));
     }
 
+    // A thread that only takes (a server's receive loop) would park the extra slots in its cache
+    // while the threads that return them find the stack empty: it takes one at a time.
+    [Test]
+    public void TryPopSharedAndRefill_ThreadThatNeverPushed_TakesOnlyOne()
+    {
+        using var owner = new TrackedPool(10);
+        SlotStorage<TrackedObject>? storage = null;
+        PoolSlot<TrackedObject>[] onStack = [];
+        var pusher = new Thread(() => (storage, onStack) = StorageWithStack(owner, 10));
+        pusher.Start();
+        pusher.Join();
+
+        bool taken = storage!.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out _);
+        bool ownTake = storage.TryTakeOwn(out _);
+
+        Assert.That(taken, Is.True);
+        Assert.That(popped, Is.SameAs(onStack[^1]));
+        Assert.That(ownTake, Is.False, "nothing was moved into this thread's cache");
+        Assert.That(storage.Count, Is.EqualTo(9));
+    }
+
     // A refill that left no room would make the release of the slot taken push the whole cache, and
     // a thread renting one object at a time would pop and push a batch on every pair.
     [Test]

@@ -133,6 +133,21 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
+    public void TrySpendRefillCredit_OnePerSlotPushed_ThenNone()
+    {
+        var cache = new ThreadSlotCache();
+        var spent = new List<bool> { cache.TrySpendRefillCredit() };
+
+        cache.NoteSharedPush(2);
+        for (int i = 0; i < 3; i++)
+        {
+            spent.Add(cache.TrySpendRefillCredit());
+        }
+
+        Assert.That(spent, Is.EqualTo(new[] { false, true, true, false }));
+    }
+
+    [Test]
     public void OwnerPaths_GateClosed_NeitherKeepNorTake()
     {
         var gate = new ForeignAccessGate();

@@ -22,8 +22,8 @@ namespace PoolLib;
 /// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
 /// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
 /// and then returns them all pays about one swap on the shared head per cache-full of objects
-/// instead of one per object. Only a thread that takes from the stack earns batch pushes (see
-/// <see cref="ThreadSlotCache"/>).
+/// instead of one per object. Only a thread that both takes from the stack and pushes onto it
+/// moves batches (see <see cref="ThreadSlotCache"/>).
 /// </para>
 /// <para>
 /// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
@@ -121,8 +121,9 @@ internal sealed class SlotStorage<T> where T : class
     {
         Debug.Assert(slot.IsInPool);
 
+        ThreadSlotCache? cache = OwnCache();
         ThreadSlotCacheEntries drained = default;
-        int count = OwnCache()?.TryDrainOwn(drained, _gate) ?? 0;
+        int count = cache?.TryDrainOwn(drained, _gate) ?? 0;
         if (count != 0)
         {
             _stack.PushBatch(((ReadOnlySpan<object?>)drained)[..count], slot);
@@ -131,15 +132,17 @@ internal sealed class SlotStorage<T> where T : class
         {
             _stack.Push(slot);
         }
+
+        cache?.NoteSharedPush(count + 1);
     }
 
     /// <summary>Takes the newest slot on the shared stack, if any.</summary>
     public bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot);
 
     /// <summary>
-    /// Takes the newest slot on the shared stack and, with the same swap, moves a few more (as many
-    /// as the calling thread's cache has room for, less one, and never more than half the stack)
-    /// into that cache, so that the thread's next takes are plain reads and writes.
+    /// Takes the newest slot on the shared stack and, if the calling thread has a refill credit,
+    /// moves a few more with the same swap (as many as its cache has room for, less one, and never
+    /// more than half the stack) into that cache, so that the thread's next takes are plain reads and writes.
     /// </summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="pushedBack">
@@ -161,7 +164,8 @@ internal sealed class SlotStorage<T> where T : class
         // One fewer than the cache has room for, so that the slot taken fits when it comes back:
         // a refill that filled the cache would make that release push the whole cache, and a
         // thread renting one object at a time would then pop and push a batch on every pair.
-        int maxCount = cache is null ? 1 : Math.Max(1, cache.Room);
+        // Only for a thread that pushes onto the stack too (see ThreadSlotCache, Batches).
+        int maxCount = cache is not null && cache.Room > 1 && cache.TrySpendRefillCredit() ? cache.Room : 1;
         slot = _stack.PopBatch(maxCount, out int count);
         if (slot is null)
         {

@@ -32,12 +32,15 @@ namespace PoolLib;
 /// the shared stack, instead of waiting to be stolen.
 /// </para>
 /// <para>
-/// Batches: a thread that takes from the shared stack takes a few more slots into its cache with
-/// the same swap, and earns a push credit (<see cref="NoteSharedTake"/>). A release that finds the
-/// cache full spends one to push the whole cache with it in one swap (<see cref="TryDrainOwn"/>),
-/// which also lowers <see cref="_top"/>. So slots move between cache and stack in batches both ways
-/// for a thread that draws on the stack (one that takes many objects, then returns them all), while
-/// a thread that only returns never earns a credit and keeps the limit above.
+/// Batches: a take from the shared stack may bring a few more slots into the cache with the same
+/// swap (spending a refill credit), and a release that finds the cache full may push the whole
+/// cache with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also lowers
+/// <see cref="_top"/>. A take from the stack earns a push credit (<see cref="NoteSharedTake"/>)
+/// and a push onto it earns refill credits (<see cref="NoteSharedPush"/>). So batches flow only for
+/// a thread that does both, one that takes many objects and then returns them all: a thread that
+/// only returns keeps the limit above, and a thread that only takes (a server's receive loop,
+/// whose objects are returned elsewhere) takes one at a time instead of parking slots in its
+/// cache while other threads run short.
 /// </para>
 /// <para>
 /// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
@@ -50,8 +53,8 @@ internal sealed class ThreadSlotCache
     /// <summary>How many idle slots one thread keeps for itself.</summary>
     public const int Capacity = ThreadSlotCacheEntries.Length;
 
-    // Bounds the push credits, so a thread that only takes cannot overflow them.
-    private const int MaxPushCredits = 1 << 20;
+    // Bounds the credits, so a thread that only takes, or only returns, cannot overflow them.
+    private const int MaxCredits = 1 << 20;
 
     // 1 while the owner works on the entries plainly (invariant 2); written only by the owner.
     [FieldOffset(64)]
@@ -61,9 +64,13 @@ internal sealed class ThreadSlotCache
     [FieldOffset(68)]
     private int _top;
 
-    // Owner-only: takes from the shared stack not yet matched by a batch push, at most MaxPushCredits.
+    // Owner-only: takes from the shared stack not yet matched by a batch push, at most MaxCredits.
     [FieldOffset(72)]
     private int _pushCredits;
+
+    // Owner-only: slots pushed onto the shared stack not yet matched by a batch take, at most MaxCredits.
+    [FieldOffset(76)]
+    private int _refillCredits;
 
     [FieldOffset(80)]
     private ThreadSlotCacheEntries _entries;
@@ -140,10 +147,25 @@ internal sealed class ThreadSlotCache
     /// <summary>Owner only: notes that the owner took a slot from the shared stack, which earns it one batch push (see <see cref="TryDrainOwn"/>).</summary>
     public void NoteSharedTake()
     {
-        if (_pushCredits < MaxPushCredits)
+        if (_pushCredits < MaxCredits)
         {
             _pushCredits++;
         }
+    }
+
+    /// <summary>Owner only: notes that the owner pushed <paramref name="count"/> slots onto the shared stack, which earns it as many batch takes (see <see cref="TrySpendRefillCredit"/>).</summary>
+    public void NoteSharedPush(int count) => _refillCredits = Math.Min(MaxCredits, _refillCredits + count);
+
+    /// <summary>Owner only: spends a refill credit, if the owner has one, on a take from the shared stack that brings more slots into the cache.</summary>
+    public bool TrySpendRefillCredit()
+    {
+        if (_refillCredits == 0)
+        {
+            return false;
+        }
+
+        _refillCredits--;
+        return true;
     }
 
     /// <summary>
