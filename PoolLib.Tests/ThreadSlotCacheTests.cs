@@ -67,12 +67,12 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
-    public void TryDrainOwn_FullWithPushCredit_MovesEverythingOldestFirstAndKeepsAgain()
+    public void TryDrainOwn_FullWithPushCredit_MovesAllButTheNewestAndKeepsThem()
     {
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         object[] kept = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => new object())];
-        cache.NoteSharedTake();
+        cache.NoteSharedTake(1);
         foreach (object item in kept)
         {
             cache.TryKeepOwn(item, gate);
@@ -81,9 +81,10 @@ public sealed class ThreadSlotCacheTests
         var drained = new ThreadSlotCacheEntries();
         int count = cache.TryDrainOwn(drained, gate);
 
-        Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept));
-        Assert.That(cache.Count, Is.Zero);
-        Assert.That(cache.TryKeepOwn(new object(), gate), Is.True, "an emptied cache keeps again");
+        Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept.SkipLast(ThreadSlotCache.KeptOnDrain)), "all but the newest, oldest first");
+        Assert.That(cache.Count, Is.EqualTo(ThreadSlotCache.KeptOnDrain));
+        Assert.That(cache.TryTakeOwn(gate), Is.SameAs(kept[^1]), "the newest is still on top");
+        Assert.That(cache.TryKeepOwn(new object(), gate), Is.True, "a drained cache keeps again");
     }
 
     [Test]
@@ -92,7 +93,7 @@ public sealed class ThreadSlotCacheTests
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         var counts = new List<int>();
-        cache.NoteSharedTake();
+        cache.NoteSharedTake(1);
         for (int round = 0; round < 2; round++)
         {
             for (int i = 0; i < ThreadSlotCache.Capacity; i++)
@@ -104,8 +105,29 @@ public sealed class ThreadSlotCacheTests
             counts.Add(cache.TryDrainOwn(drained, gate));
         }
 
-        Assert.That(counts, Is.EqualTo(new[] { ThreadSlotCache.Capacity, 0 }), "one take from the shared stack, one batch push");
+        Assert.That(counts, Is.EqualTo(new[] { ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain, 0 }), "one take from the shared stack, one batch push");
         Assert.That(cache.TryKeepOwn(new object(), gate), Is.False, "without a credit the full cache stays full");
+    }
+
+    [Test]
+    public void TryDrainOwn_OnePushCreditPerSlotTaken_ThenNone()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        var drainedCounts = new List<int>();
+        cache.NoteSharedTake(2);
+        for (int round = 0; round < 3; round++)
+        {
+            while (cache.TryKeepOwn(new object(), gate))
+            {
+            }
+
+            var drained = new ThreadSlotCacheEntries();
+            drainedCounts.Add(cache.TryDrainOwn(drained, gate));
+        }
+
+        int moved = ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain;
+        Assert.That(drainedCounts, Is.EqualTo(new[] { moved, moved, 0 }), "two slots taken from the stack, two batch pushes");
     }
 
     [Test]
@@ -113,7 +135,7 @@ public sealed class ThreadSlotCacheTests
     {
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
-        cache.NoteSharedTake();
+        cache.NoteSharedTake(1);
         for (int i = 0; i < ThreadSlotCache.Capacity - 1; i++)
         {
             cache.TryKeepOwn(new object(), gate);
@@ -129,22 +151,24 @@ public sealed class ThreadSlotCacheTests
 
         Assert.That(whileNotFull, Is.Zero);
         Assert.That(whileClosed, Is.Zero);
-        Assert.That(once, Is.EqualTo(ThreadSlotCache.Capacity), "the credit was not spent by the refusals");
+        Assert.That(once, Is.EqualTo(ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain), "the credit was not spent by the refusals");
     }
 
     [Test]
-    public void TrySpendRefillCredit_OnePerSlotPushed_ThenNone()
+    public void RefillCredits_OnePerSlotPushed_ThenNone()
     {
         var cache = new ThreadSlotCache();
-        var spent = new List<bool> { cache.TrySpendRefillCredit() };
+        var has = new List<bool> { cache.HasRefillCredit };
 
         cache.NoteSharedPush(2);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 2; i++)
         {
-            spent.Add(cache.TrySpendRefillCredit());
+            has.Add(cache.HasRefillCredit);
+            cache.SpendRefillCredit();
         }
 
-        Assert.That(spent, Is.EqualTo(new[] { false, true, true, false }));
+        has.Add(cache.HasRefillCredit);
+        Assert.That(has, Is.EqualTo(new[] { false, true, true, false }));
     }
 
     [Test]
@@ -209,8 +233,8 @@ public sealed class ThreadSlotCacheTests
         Assert.That(states, Is.EqualTo(new[] { false, true, true, false, true }));
     }
 
-    // The owner works on its cache with plain reads and writes (taking, keeping, and emptying it when
-    // full) while two thieves enter the gate and steal from it whenever it looks non-empty. Every
+    // The owner works on its cache with plain reads and writes (taking, keeping, and draining it
+    // when full) while two thieves enter the gate and steal from it whenever it looks non-empty. Every
     // object is stamped by whoever takes it and must be free when stamped; an owner that took from
     // or emptied its cache while a thief was inside the gate (or a gate that let a thief in before
     // the owner could see it closed) would hand one object to two takers.
@@ -273,7 +297,7 @@ public sealed class ThreadSlotCacheTests
                 // empties the cache once it is full.
                 if (overflow.TryDequeue(out TrackedObject? extra))
                 {
-                    cache.NoteSharedTake();
+                    cache.NoteSharedTake(1);
                     if (!cache.TryKeepOwn(extra, gate))
                     {
                         int count = cache.TryDrainOwn(drained, gate);
@@ -321,7 +345,7 @@ public sealed class ThreadSlotCacheTests
 
         Assert.That(violations, Is.Empty);
         Assert.That(thefts, Is.GreaterThanOrEqualTo(MinimumThefts), "the thieves took from the cache");
-        Assert.That(drains, Is.GreaterThanOrEqualTo(MinimumDrains), "the owner emptied its full cache");
+        Assert.That(drains, Is.GreaterThanOrEqualTo(MinimumDrains), "the owner drained its full cache");
         var left = new List<TrackedObject>(overflow);
         gate.Enter();
         while (cache.Steal() is TrackedObject item)

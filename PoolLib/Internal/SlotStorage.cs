@@ -20,8 +20,8 @@ namespace PoolLib;
 /// </para>
 /// <para>
 /// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
-/// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
-/// and then returns them all pays about one swap on the shared head per cache-full of objects
+/// and a push from a full cache takes all but the cache's newest two with it, so a thread that takes
+/// many objects and then returns them all pays one swap on the shared head per several objects
 /// instead of one per object. Only a thread that both takes from the stack and pushes onto it
 /// moves batches (see <see cref="ThreadSlotCache"/>).
 /// </para>
@@ -114,8 +114,9 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>
     /// Stores a slot the caller owns and has marked in-pool on the shared stack; if the calling
-    /// thread's cache is full and the thread has drawn on the stack, the whole cache goes with it
-    /// in the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>).
+    /// thread's cache is full and the thread has drawn on the stack, all but the cache's newest two
+    /// go with it in the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>). Each slot
+    /// pushed earns the thread a refill credit.
     /// </summary>
     public void PushShared(PoolSlot<T> slot)
     {
@@ -162,21 +163,23 @@ internal sealed class SlotStorage<T> where T : class
         ThreadSlotCache? cache = OwnCache();
 
         // One fewer than the cache has room for, so that the slot taken fits when it comes back:
-        // a refill that filled the cache would make that release push the whole cache, and a
-        // thread renting one object at a time would then pop and push a batch on every pair.
+        // a refill that filled the cache would make that release drain it, and a thread renting
+        // one object at a time would then pop and push a batch on every pair.
         // Only for a thread that pushes onto the stack too (see ThreadSlotCache, Batches).
-        int maxCount = cache is not null && cache.Room > 1 && cache.TrySpendRefillCredit() ? cache.Room : 1;
+        int maxCount = cache is not null && cache.Room > 1 && cache.HasRefillCredit ? cache.Room : 1;
         slot = _stack.PopBatch(maxCount, out int count);
         if (slot is null)
         {
             return false;
         }
 
-        cache?.NoteSharedTake();
+        cache?.NoteSharedTake(count);
         if (count == 1)
         {
             return true;
         }
+
+        cache!.SpendRefillCredit();
 
         // Kept in the order they were popped, so the owner's next take gets the deepest of them, not
         // the most recently stored: keeping them the other way round needs a copy of the batch

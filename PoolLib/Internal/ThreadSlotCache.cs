@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
@@ -33,14 +34,17 @@ namespace PoolLib;
 /// </para>
 /// <para>
 /// Batches: a take from the shared stack may bring a few more slots into the cache with the same
-/// swap (spending a refill credit), and a release that finds the cache full may push the whole
-/// cache with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also lowers
-/// <see cref="_top"/>. A take from the stack earns a push credit (<see cref="NoteSharedTake"/>)
-/// and a push onto it earns refill credits (<see cref="NoteSharedPush"/>). So batches flow only for
-/// a thread that does both, one that takes many objects and then returns them all: a thread that
-/// only returns keeps the limit above, and a thread that only takes (a server's receive loop,
-/// whose objects are returned elsewhere) takes one at a time instead of parking slots in its
-/// cache while other threads run short.
+/// swap (spending a refill credit), and a release that finds the cache full may push all but its
+/// newest two with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also
+/// lowers <see cref="_top"/>. Each slot taken from the stack earns a push credit
+/// (<see cref="NoteSharedTake"/>), and each slot pushed onto it a refill credit
+/// (<see cref="NoteSharedPush"/>). So batches flow only for a thread that has done both, like one
+/// that takes many objects and then returns them all: a thread that has only returned keeps the
+/// limit above, and one that has only taken (like the threads that run a server's receive loop,
+/// whose objects are returned elsewhere) takes one at a time instead of parking slots in its cache
+/// while other threads run short. The credits count a thread's whole history (up to a bound), not
+/// only its recent past, so a thread-pool thread that changes roles may batch for a while in its
+/// new one.
 /// </para>
 /// <para>
 /// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
@@ -53,6 +57,9 @@ internal sealed class ThreadSlotCache
     /// <summary>How many idle slots one thread keeps for itself.</summary>
     public const int Capacity = ThreadSlotCacheEntries.Length;
 
+    /// <summary>How many of the newest slots <see cref="TryDrainOwn"/> leaves in the cache.</summary>
+    public const int KeptOnDrain = 2;
+
     // Bounds the credits, so a thread that only takes, or only returns, cannot overflow them.
     private const int MaxCredits = 1 << 20;
 
@@ -64,7 +71,7 @@ internal sealed class ThreadSlotCache
     [FieldOffset(68)]
     private int _top;
 
-    // Owner-only: takes from the shared stack not yet matched by a batch push, at most MaxCredits.
+    // Owner-only: slots taken from the shared stack not yet matched by a batch push, at most MaxCredits.
     [FieldOffset(72)]
     private int _pushCredits;
 
@@ -144,37 +151,36 @@ internal sealed class ThreadSlotCache
     /// <summary>Owner only: gets how many more slots <see cref="TryKeepOwn"/> would keep if the gate stays open.</summary>
     public int Room => Capacity - _top;
 
-    /// <summary>Owner only: notes that the owner took a slot from the shared stack, which earns it one batch push (see <see cref="TryDrainOwn"/>).</summary>
-    public void NoteSharedTake()
-    {
-        if (_pushCredits < MaxCredits)
-        {
-            _pushCredits++;
-        }
-    }
+    /// <summary>Owner only: notes that the owner took <paramref name="count"/> slots from the shared stack, which earns it as many batch pushes (see <see cref="TryDrainOwn"/>).</summary>
+    public void NoteSharedTake(int count) => _pushCredits = Math.Min(MaxCredits, _pushCredits + count);
 
-    /// <summary>Owner only: notes that the owner pushed <paramref name="count"/> slots onto the shared stack, which earns it as many batch takes (see <see cref="TrySpendRefillCredit"/>).</summary>
+    /// <summary>Owner only: notes that the owner pushed <paramref name="count"/> slots onto the shared stack, which earns it as many batch takes (see <see cref="SpendRefillCredit"/>).</summary>
     public void NoteSharedPush(int count) => _refillCredits = Math.Min(MaxCredits, _refillCredits + count);
 
-    /// <summary>Owner only: spends a refill credit, if the owner has one, on a take from the shared stack that brings more slots into the cache.</summary>
-    public bool TrySpendRefillCredit()
-    {
-        if (_refillCredits == 0)
-        {
-            return false;
-        }
+    /// <summary>Owner only: gets whether the owner may take a batch from the shared stack into its cache.</summary>
+    public bool HasRefillCredit => _refillCredits != 0;
 
+    /// <summary>Owner only: spends a refill credit on a take from the shared stack that brought more slots into the cache.</summary>
+    public void SpendRefillCredit()
+    {
+        Debug.Assert(_refillCredits != 0);
         _refillCredits--;
-        return true;
     }
 
     /// <summary>
-    /// Owner only: empties a full cache into <paramref name="into"/>, oldest first, for the caller
-    /// to push with the slot it could not keep; spends a push credit. Does nothing, and returns 0,
-    /// unless the gate is open, the cache is full (<see cref="_top"/> at <see cref="Capacity"/>)
-    /// and the owner has a credit.
+    /// Owner only: moves all but the <see cref="KeptOnDrain"/> newest slots of a full cache into
+    /// <paramref name="into"/>, oldest first, for the caller to push with the slot it could not keep,
+    /// and spends a push credit. Does nothing, and returns 0, unless the gate is open, the cache is
+    /// full (<see cref="_top"/> at <see cref="Capacity"/>) and the owner has a credit.
     /// </summary>
     /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
+    /// <remarks>
+    /// Why not all: a thread that returns a little more than it takes would otherwise empty its
+    /// cache, refill it from the shared stack on its next take, fill it again and empty it again, a
+    /// batch each way every few operations; keeping the newest two serves its next takes from the
+    /// cache. Why not half: a thread returning many objects in a row then pushes once per 7 instead
+    /// of once per 5 (a one-thread long rental measured 20.2-20.5 ns a pair against 20.7-21.3).
+    /// </remarks>
     public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
     {
         // Both are the owner's own fields: no need to be busy to read them.
@@ -183,20 +189,28 @@ internal sealed class ThreadSlotCache
             return 0;
         }
 
+        const int Moved = Capacity - KeptOnDrain;
         int count = 0;
         Volatile.Write(ref _busy, 1);
         if (!gate.IsClosed)
         {
-            for (int i = 0; i < Capacity; i++)
+            for (int i = 0; i < Moved; i++)
             {
                 if (_entries[i] is { } kept)
                 {
                     into[count++] = kept;
-                    _entries[i] = null;
                 }
+
+                _entries[i] = null;
             }
 
-            _top = 0;
+            for (int i = 0; i < KeptOnDrain; i++)
+            {
+                _entries[i] = _entries[Moved + i];
+                _entries[Moved + i] = null;
+            }
+
+            _top = KeptOnDrain;
             _pushCredits--;
         }
 
