@@ -67,7 +67,7 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
-    public void TryDrainOwn_FullWithPushCredit_MovesAllButTheNewestAndKeepsThem()
+    public void TryDrainOwn_FullWithPushCredit_MovesEverythingOldestFirstAndKeepsAgain()
     {
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
@@ -81,10 +81,9 @@ public sealed class ThreadSlotCacheTests
         var drained = new ThreadSlotCacheEntries();
         int count = cache.TryDrainOwn(drained, gate);
 
-        Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept.SkipLast(ThreadSlotCache.KeptOnDrain)), "all but the newest, oldest first");
-        Assert.That(cache.Count, Is.EqualTo(ThreadSlotCache.KeptOnDrain));
-        Assert.That(cache.TryTakeOwn(gate), Is.SameAs(kept[^1]), "the newest is still on top");
-        Assert.That(cache.TryKeepOwn(new object(), gate), Is.True, "a drained cache keeps again");
+        Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept));
+        Assert.That(cache.Count, Is.Zero);
+        Assert.That(cache.TryKeepOwn(new object(), gate), Is.True, "an emptied cache keeps again");
     }
 
     [Test]
@@ -105,7 +104,7 @@ public sealed class ThreadSlotCacheTests
             counts.Add(cache.TryDrainOwn(drained, gate));
         }
 
-        Assert.That(counts, Is.EqualTo(new[] { ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain, 0 }), "one take from the shared stack, one batch push");
+        Assert.That(counts, Is.EqualTo(new[] { ThreadSlotCache.Capacity, 0 }), "one take from the shared stack, one batch push");
         Assert.That(cache.TryKeepOwn(new object(), gate), Is.False, "without a credit the full cache stays full");
     }
 
@@ -126,8 +125,8 @@ public sealed class ThreadSlotCacheTests
             drainedCounts.Add(cache.TryDrainOwn(drained, gate));
         }
 
-        int moved = ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain;
-        Assert.That(drainedCounts, Is.EqualTo(new[] { moved, moved, 0 }), "two slots taken from the stack, two batch pushes");
+        int full = ThreadSlotCache.Capacity;
+        Assert.That(drainedCounts, Is.EqualTo(new[] { full, full, 0 }), "two slots taken from the stack, two batch pushes");
     }
 
     [Test]
@@ -151,7 +150,7 @@ public sealed class ThreadSlotCacheTests
 
         Assert.That(whileNotFull, Is.Zero);
         Assert.That(whileClosed, Is.Zero);
-        Assert.That(once, Is.EqualTo(ThreadSlotCache.Capacity - ThreadSlotCache.KeptOnDrain), "the credit was not spent by the refusals");
+        Assert.That(once, Is.EqualTo(ThreadSlotCache.Capacity), "the credit was not spent by the refusals");
     }
 
     [Test]
@@ -233,7 +232,7 @@ public sealed class ThreadSlotCacheTests
         Assert.That(states, Is.EqualTo(new[] { false, true, true, false, true }));
     }
 
-    // The owner works on its cache with plain reads and writes (taking, keeping, and draining it
+    // The owner works on its cache with plain reads and writes (taking, keeping, and emptying it
     // when full) while two thieves enter the gate and steal from it whenever it looks non-empty. Every
     // object is stamped by whoever takes it and must be free when stamped; an owner that took from
     // or emptied its cache while a thief was inside the gate (or a gate that let a thief in before

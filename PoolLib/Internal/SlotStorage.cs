@@ -20,8 +20,8 @@ namespace PoolLib;
 /// </para>
 /// <para>
 /// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
-/// and a push from a full cache takes all but the cache's newest two with it, so a thread that takes
-/// many objects and then returns them all pays one swap on the shared head per several objects
+/// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
+/// and then returns them all pays about one swap on the shared head per cache-full of objects
 /// instead of one per object. Only a thread that both takes from the stack and pushes onto it
 /// moves batches (see <see cref="ThreadSlotCache"/>).
 /// </para>
@@ -114,8 +114,8 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>
     /// Stores a slot the caller owns and has marked in-pool on the shared stack; if the calling
-    /// thread's cache is full and the thread has drawn on the stack, all but the cache's newest two
-    /// go with it in the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>). Each slot
+    /// thread's cache is full and the thread has drawn on the stack, the whole cache goes with it in
+    /// the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>). Each slot
     /// pushed earns the thread a refill credit.
     /// </summary>
     public void PushShared(PoolSlot<T> slot)

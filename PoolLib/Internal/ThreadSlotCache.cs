@@ -34,9 +34,9 @@ namespace PoolLib;
 /// </para>
 /// <para>
 /// Batches: a take from the shared stack may bring a few more slots into the cache with the same
-/// swap (spending a refill credit), and a release that finds the cache full may push all but its
-/// newest two with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also
-/// lowers <see cref="_top"/>. Each slot taken from the stack earns a push credit
+/// swap (spending a refill credit), and a release that finds the cache full may push the whole
+/// cache with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also lowers
+/// <see cref="_top"/>. Each slot taken from the stack earns a push credit
 /// (<see cref="NoteSharedTake"/>), and each slot pushed onto it a refill credit
 /// (<see cref="NoteSharedPush"/>). So batches flow only for a thread that has done both, like one
 /// that takes many objects and then returns them all: a thread that has only returned keeps the
@@ -56,9 +56,6 @@ internal sealed class ThreadSlotCache
 {
     /// <summary>How many idle slots one thread keeps for itself.</summary>
     public const int Capacity = ThreadSlotCacheEntries.Length;
-
-    /// <summary>How many of the newest slots <see cref="TryDrainOwn"/> leaves in the cache.</summary>
-    public const int KeptOnDrain = 2;
 
     // Bounds the credits, so a thread that only takes, or only returns, cannot overflow them.
     private const int MaxCredits = 1 << 20;
@@ -168,18 +165,18 @@ internal sealed class ThreadSlotCache
     }
 
     /// <summary>
-    /// Owner only: moves all but the <see cref="KeptOnDrain"/> newest slots of a full cache into
-    /// <paramref name="into"/>, oldest first, for the caller to push with the slot it could not keep,
-    /// and spends a push credit. Does nothing, and returns 0, unless the gate is open, the cache is
-    /// full (<see cref="_top"/> at <see cref="Capacity"/>) and the owner has a credit.
+    /// Owner only: empties a full cache into <paramref name="into"/>, oldest first, for the caller
+    /// to push with the slot it could not keep, and spends a push credit. Does nothing, and returns 0,
+    /// unless the gate is open, the cache is full (<see cref="_top"/> at <see cref="Capacity"/>) and
+    /// the owner has a credit.
     /// </summary>
     /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
     /// <remarks>
-    /// Why not all: a thread that returns a little more than it takes would otherwise empty its
-    /// cache, refill it from the shared stack on its next take, fill it again and empty it again, a
-    /// batch each way every few operations; keeping the newest two serves its next takes from the
-    /// cache. Why not half: a thread returning many objects in a row then pushes once per 7 instead
-    /// of once per 5 (a one-thread long rental measured 20.2-20.5 ns a pair against 20.7-21.3).
+    /// Why the whole cache: keeping the newest two would spare a thread that returns a little more
+    /// than it takes from emptying its cache and refilling it every few operations, but it made a
+    /// one-thread long rental 1 ns a pair slower (20.2-20.5 ns against 19.2-19.5), and the full run
+    /// of that variant had 25 workers at capacity 1,024 at 104 ns a pair against 25-34 in the runs
+    /// before it (on a machine whose timings drift; not confirmed).
     /// </remarks>
     public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
     {
@@ -189,28 +186,20 @@ internal sealed class ThreadSlotCache
             return 0;
         }
 
-        const int Moved = Capacity - KeptOnDrain;
         int count = 0;
         Volatile.Write(ref _busy, 1);
         if (!gate.IsClosed)
         {
-            for (int i = 0; i < Moved; i++)
+            for (int i = 0; i < Capacity; i++)
             {
                 if (_entries[i] is { } kept)
                 {
                     into[count++] = kept;
+                    _entries[i] = null;
                 }
-
-                _entries[i] = null;
             }
 
-            for (int i = 0; i < KeptOnDrain; i++)
-            {
-                _entries[i] = _entries[Moved + i];
-                _entries[Moved + i] = null;
-            }
-
-            _top = KeptOnDrain;
+            _top = 0;
             _pushCredits--;
         }
 
