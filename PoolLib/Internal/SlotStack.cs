@@ -171,35 +171,7 @@ internal sealed class SlotStack<T> where T : class
     }
 
     /// <summary>Pops the most recently pushed slot, if any.</summary>
-    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot)
-    {
-        var backoff = new RetryBackoff();
-        while (true)
-        {
-            long head = Volatile.Read(ref _head);
-            int top = (int)head;
-            if (top == 0)
-            {
-                slot = null;
-                return false;
-            }
-
-            // If the head has moved on since we read it, this may be a stale or recycled entry and
-            // its link may be wrong; the CAS below then fails on the version and we read again.
-            PoolSlot<T>? candidate = Volatile.Read(ref _registry)[top - 1];
-            if (candidate is not null)
-            {
-                long next = (uint)Volatile.Read(ref candidate.NextInStack);
-                if (Interlocked.CompareExchange(ref _head, NextVersion(head) | next, head) == head)
-                {
-                    slot = candidate;
-                    return true;
-                }
-            }
-
-            backoff.Wait();
-        }
-    }
+    public bool TryPop([NotNullWhen(true)] out PoolSlot<T>? slot) => (slot = PopBatch(1, out _)) is not null;
 
     /// <summary>
     /// Pops the newest slots at once, up to <paramref name="maxCount"/> but no more than half of

@@ -179,13 +179,13 @@ internal sealed class SlotStorage<T> where T : class
             return true;
         }
 
-        cache!.SpendRefillCredit();
+        Debug.Assert(cache is not null, "Only a thread with a cache takes more than one.");
+        cache.SpendRefillCredit();
 
         // Kept in the order they were popped, so the owner's next take gets the deepest of them, not
         // the most recently stored: keeping them the other way round needs a copy of the batch
         // first, which measured 0.5 ns a pair slower in a one-thread long rental (19.3-19.5 against
         // 18.7-19.2), where no object is touched and warmth cannot pay it back.
-        Debug.Assert(cache is not null);
         PoolSlot<T> moved = _stack.NextPopped(slot);
         for (int i = 1; i < count; i++)
         {
