@@ -25,7 +25,7 @@ public sealed class UdpEchoServerOptionsTests
         var options = new UdpEchoServerOptions();
 
         Assert.That(options.MaxDatagramSize, Is.EqualTo(8192));
-        Assert.That(options.ConcurrentReceives, Is.EqualTo(4));
+        Assert.That(options.ConcurrentReceives, Is.EqualTo(1));
         Assert.That(options.MaxPendingDatagrams, Is.EqualTo(256));
     }
 

@@ -41,16 +41,17 @@ public sealed class UdpEchoServerTests
         Assert.That(server.LocalEndPoint!.Port, Is.Not.Zero);
     }
 
-    [Test]
+    [TestCase(1)]
+    [TestCase(4)]
     [CancelAfter(60_000)]
-    public async Task Echo_EightSendersThousandsOfDatagrams_EchoesByteExact(CancellationToken cancellationToken)
+    public async Task Echo_EightSendersThousandsOfDatagrams_EchoesByteExact(int receives, CancellationToken cancellationToken)
     {
         const int Senders = 8;
         const int PerSender = 2500;
         // A bounded window per sender keeps what is in flight (8 x 4 datagrams of at most 1400 B) far below
         // the default socket buffers, so loopback has no reason to drop anything: every datagram must come back.
         const int Window = 4;
-        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        await using var server = await StartAsync(options => options.ConcurrentReceives = receives, cancellationToken);
 
         async Task<int> RunSenderAsync(int seed)
         {
@@ -84,13 +85,13 @@ public sealed class UdpEchoServerTests
         }
 
         int[] mismatches = await Task.WhenAll(Enumerable.Range(0, Senders).Select(seed => Task.Run(() => RunSenderAsync(seed), cancellationToken)));
-        await WaitForIdleAsync(server, cancellationToken);
+        await WaitForIdleAsync(server, receives, cancellationToken);
 
         Assert.That(mismatches, Is.All.Zero);
         EchoServerCounters counters = server.Counters;
         Assert.That(counters.MessagesEchoed, Is.EqualTo(Senders * PerSender));
         Assert.That(counters.Drops, Is.Zero);
-        Assert.That(counters.PoolTotalCount, Is.LessThanOrEqualTo(new UdpEchoServerOptions().MaxPendingDatagrams + new UdpEchoServerOptions().ConcurrentReceives));
+        Assert.That(counters.PoolTotalCount, Is.LessThanOrEqualTo(new UdpEchoServerOptions().MaxPendingDatagrams + receives));
     }
 
     // One byte over the limit still fits the receive buffer (which has a spare byte to tell); the
@@ -158,11 +159,18 @@ public sealed class UdpEchoServerTests
         }
     }
 
-    [Test]
+    [TestCase(1)]
+    [TestCase(4)]
     [CancelAfter(30_000)]
-    public async Task StopAsync_TrafficInFlight_CompletesWithAllSlotsBack(CancellationToken cancellationToken)
+    public async Task StopAsync_TrafficInFlight_CompletesWithAllSlotsBack(int receives, CancellationToken cancellationToken)
     {
-        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromSeconds(2), cancellationToken);
+        var server = await StartAsync(
+            options =>
+            {
+                options.StopGracePeriod = TimeSpan.FromSeconds(2);
+                options.ConcurrentReceives = receives;
+            },
+            cancellationToken);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         try
@@ -187,16 +195,23 @@ public sealed class UdpEchoServerTests
         }
     }
 
-    [Test]
+    [TestCase(1)]
+    [TestCase(4)]
     [CancelAfter(60_000)]
-    public async Task Echo_OnePendingDatagram_EchoesEveryDatagramOfAWindow(CancellationToken cancellationToken)
+    public async Task Echo_OnePendingDatagram_EchoesEveryDatagramOfAWindow(int receives, CancellationToken cancellationToken)
     {
         // With room for one datagram, the one being replied to fills the reply block: every datagram that comes in
         // meanwhile is refused by Post and waits for room (SendAsync) instead of being queued. Every one of them
         // must still be answered, exactly once, with nothing dropped.
         const int Datagrams = 2_000;
         const int Window = 8;
-        await using var server = await StartAsync(options => options.MaxPendingDatagrams = 1, cancellationToken);
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.MaxPendingDatagrams = 1;
+                options.ConcurrentReceives = receives;
+            },
+            cancellationToken);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         byte[] receiveBuffer = new byte[64];
@@ -223,7 +238,7 @@ public sealed class UdpEchoServerTests
             }
         }
 
-        await WaitForIdleAsync(server, cancellationToken);
+        await WaitForIdleAsync(server, receives, cancellationToken);
         Assert.That(mismatches, Is.Zero);
         Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
         Assert.That(server.Counters.Drops, Is.Zero);
@@ -272,9 +287,10 @@ public sealed class UdpEchoServerTests
         Assert.That(server.LocalEndPoint!.AddressFamily, Is.EqualTo(AddressFamily.InterNetworkV6));
     }
 
-    [Test]
+    [TestCase(1)]
+    [TestCase(4)]
     [CancelAfter(60_000)]
-    public async Task Echo_SteadyStream_AllocatesNoObjectPerDatagram(CancellationToken cancellationToken)
+    public async Task Echo_SteadyStream_AllocatesNoObjectPerDatagram(int receives, CancellationToken cancellationToken)
     {
         // A blocking client on this thread allocates nothing per datagram and counts what it does allocate, so the
         // process-wide growth minus the client's is the server's, plus what the runtime and the test host do
@@ -285,7 +301,7 @@ public sealed class UdpEchoServerTests
         const int Measured = 50_000;
         const int Window = 4;
         const double MaxBytesPerDatagram = 8;
-        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        await using var server = await StartAsync(options => options.ConcurrentReceives = receives, cancellationToken);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp) { ReceiveTimeout = (int)s_echoTimeout.TotalMilliseconds };
         client.Connect(server.LocalEndPoint!);
         byte[] datagram = new byte[32];
@@ -321,7 +337,7 @@ public sealed class UdpEchoServerTests
         long after = GC.GetTotalAllocatedBytes(precise: true);
         long clientAllocated = GC.GetAllocatedBytesForCurrentThread() - clientBefore;
         double serverBytesPerDatagram = (double)(after - before - clientAllocated) / Measured;
-        await WaitForIdleAsync(server, cancellationToken);
+        await WaitForIdleAsync(server, receives, cancellationToken);
 
         Assert.That(shortEchoes, Is.Zero);
         Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Warmup + Measured));
@@ -355,8 +371,11 @@ public sealed class UdpEchoServerTests
 
     /// <summary>Waits until every args but those of the outstanding receives is back in the pool.</summary>
     private static Task WaitForIdleAsync(UdpEchoServer server, CancellationToken cancellationToken)
+        => WaitForIdleAsync(server, new UdpEchoServerOptions().ConcurrentReceives, cancellationToken);
+
+    /// <summary>Waits until every args but those of the <paramref name="receives"/> outstanding receives is back in the pool.</summary>
+    private static Task WaitForIdleAsync(UdpEchoServer server, int receives, CancellationToken cancellationToken)
     {
-        int receives = new UdpEchoServerOptions().ConcurrentReceives;
         return Poll.UntilAsync(() => server.Counters is var c && c.PoolAvailableCount == c.PoolTotalCount - receives, cancellationToken);
     }
 }
