@@ -61,6 +61,9 @@ public sealed class UdpEchoServer : EchoServer
     // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
     private int _waitingForRoom;
 
+    // Receive loops still receiving; only a loop that fails unexpectedly ends early, and the log says how many remain.
+    private int _receiveLoopsLeft;
+
     private Socket? _socket;
     private ActionBlock<PooledSocketArgs>? _replies;
     private Task _receiveLoops = Task.CompletedTask;
@@ -105,6 +108,7 @@ public sealed class UdpEchoServer : EchoServer
                 // too, and two lingering repliers cost more than they gain under light load on a small machine.
                 MaxDegreeOfParallelism = 1,
             });
+        _receiveLoopsLeft = _concurrentReceives;
         var loops = new Task[_concurrentReceives];
         for (int i = 0; i < loops.Length; i++)
         {
@@ -218,7 +222,11 @@ public sealed class UdpEchoServer : EchoServer
         }
         catch (Exception ex)
         {
-            s_logger.Error(ex, "UDP receive loop on {EndPoint} failed; the server receives on fewer loops", LocalEndPoint);
+            s_logger.Error(
+                ex,
+                "UDP receive loop on {EndPoint} failed; {Left} receive loop(s) left",
+                LocalEndPoint,
+                Interlocked.Decrement(ref _receiveLoopsLeft));
         }
     }
 
