@@ -77,11 +77,7 @@ public sealed class SlotStackTests
         }
 
         PoolSlot<TrackedObject>? first = stack.PopBatch(maxCount, out int count);
-        var batch = new List<PoolSlot<TrackedObject>> { first! };
-        while (batch.Count < count)
-        {
-            batch.Add(stack.NextPopped(batch[^1]));
-        }
+        List<PoolSlot<TrackedObject>> batch = Batch(stack, first!, count);
 
         Assert.That(count, Is.EqualTo(expected));
         Assert.That(batch, Is.EqualTo(slots.Reverse().Take(expected)), "the newest, newest first");
@@ -172,12 +168,7 @@ public sealed class SlotStackTests
                 return;
             }
 
-            var popped = new List<PoolSlot<TrackedObject>> { first };
-            while (popped.Count < count)
-            {
-                popped.Add(stack.NextPopped(popped[^1]));
-            }
-
+            List<PoolSlot<TrackedObject>> popped = Batch(stack, first, count);
             popped.ForEach(stamp);
             PoolSlot<TrackedObject>? heldBack = count > 1 ? popped[1] : null;
             object?[] below = count == 3 ? [popped[2]] : [];
@@ -259,6 +250,18 @@ public sealed class SlotStackTests
         }
 
         return slots;
+    }
+
+    /// <summary>The <paramref name="count"/> slots of a batch popped with <paramref name="first"/> on top, newest first.</summary>
+    private static List<PoolSlot<TrackedObject>> Batch(SlotStack<TrackedObject> stack, PoolSlot<TrackedObject> first, int count)
+    {
+        var batch = new List<PoolSlot<TrackedObject>> { first };
+        while (batch.Count < count)
+        {
+            batch.Add(stack.NextPopped(batch[^1]));
+        }
+
+        return batch;
     }
 
     private static List<PoolSlot<TrackedObject>> PopAll(SlotStack<TrackedObject> stack)

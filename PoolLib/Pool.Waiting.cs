@@ -64,7 +64,6 @@ public abstract partial class Pool<T>
         }
 
         PoolWaiter<T> waiter = Enqueue();
-
         bool completed;
         try
         {

@@ -15,10 +15,11 @@ namespace SocketServers;
 /// <remarks>
 /// <para>
 /// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives (one by default; its remarks say why) are
-/// outstanding at once, each on a pooled <see cref="SocketAsyncEventArgs"/>. A received datagram goes, with its args, into a bounded
-/// <see cref="ActionBlock{TInput}"/> that sends the reply from the args' buffer and returns it to the pool.
-/// When <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> replies wait, the receives wait too and the
-/// kernel drops what does not fit in the socket buffer, as UDP does: memory never grows with the load.
+/// outstanding at once, each on a pooled <see cref="SocketAsyncEventArgs"/>. A received datagram goes, with
+/// its args, into a bounded <see cref="ActionBlock{TInput}"/> that sends the reply from the args' buffer and
+/// returns it to the pool. When <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> replies wait, the
+/// receives wait too and the kernel drops what does not fit in the socket buffer, as UDP does: memory never
+/// grows with the load.
 /// </para>
 /// <para>
 /// A datagram larger than <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and

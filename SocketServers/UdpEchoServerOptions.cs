@@ -24,11 +24,11 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>How many receives are outstanding at once, 1 to 256; 1 by default.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
-    /// One is the fastest on Linux. The socket layer runs one socket's receives one after the other: a receive
-    /// started while none is pending is tried at once and completes on the spot when a datagram is waiting, but
-    /// one started while another is pending is queued, and every queued receive is completed by a thread-pool
-    /// work item after the socket's readiness notification. So with several outstanding, no receive ever
-    /// completes on the spot, and each datagram costs a thread hand-off before the one to the reply stage.
+    /// Why one: on Linux the socket layer runs one socket's receives one after the other. A receive started
+    /// while none is pending is tried at once and completes on the spot when a datagram is waiting; one started
+    /// while another is pending is queued, and every queued receive is completed by a thread-pool work item
+    /// after the socket's readiness notification. So with several outstanding, no receive ever completes on
+    /// the spot, and each datagram costs a thread hand-off before the one to the reply stage.
     /// </remarks>
     public int ConcurrentReceives
     {

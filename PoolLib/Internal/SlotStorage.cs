@@ -137,9 +137,6 @@ internal sealed class SlotStorage<T> where T : class
         cache?.NoteSharedPush(count + 1);
     }
 
-    /// <summary>Takes the newest slot on the shared stack, if any.</summary>
-    public bool TryPopShared([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot);
-
     /// <summary>
     /// Takes the newest slot on the shared stack and, if the calling thread has a refill credit,
     /// moves a few more with the same swap (as many as its cache has room for, less one, and never
@@ -241,7 +238,7 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>Takes any stored slot, the stack first; the caller must be inside the gate.</summary>
-    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => TryPopShared(out slot) || TrySteal(out slot);
+    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot) || TrySteal(out slot);
 
     /// <summary>Gets the calling thread's cache, creating it if need be; <see langword="null"/> if its id is too high to have one.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
