@@ -55,7 +55,7 @@ public sealed class SlotStorageTests
         (SlotStorage<TrackedObject> storage, _) = StorageWithStack(owner, 4 * ThreadSlotCache.Capacity);
 
         storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out _);
-        bool keptOnReturn = storage.TryKeepOwn(popped!);
+        bool keptOnReturn = storage.TryKeepOwn(popped!, Environment.CurrentManagedThreadId);
         int ownTakes = 0;
         while (storage.TryTakeOwn(out _))
         {
@@ -124,7 +124,7 @@ public sealed class SlotStorageTests
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] onStack) = StorageWithStack(owner, 10);
         foreach (PoolSlot<TrackedObject> slot in NewSlots(storage, owner, ThreadSlotCache.Capacity))
         {
-            storage.TryKeepOwn(slot);
+            storage.TryKeepOwn(slot, Environment.CurrentManagedThreadId);
         }
 
         bool taken = storage.TryPopSharedAndRefill(out PoolSlot<TrackedObject>? popped, out bool pushedBack);

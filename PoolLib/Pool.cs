@@ -36,6 +36,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
 {
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotStorage<T> _storage = new();
+    private readonly ReleaserBias _releaserBias = new();
 
     // 1 once Dispose has started; makes Dispose run once.
     private int _disposeStarted;
@@ -69,6 +70,9 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// the read could otherwise be counted twice).
     /// </remarks>
     public int AvailableCount => Math.Min(_storage.Count, TotalCount);
+
+    /// <summary>Gets whether a second thread has released to this pool, so every release uses the interlocked guard; for tests.</summary>
+    internal bool IsReleaserBiasRevoked => _releaserBias.IsRevoked;
 
     /// <summary>Gets how many slots storage holds, uncapped; for tests that check nothing is stored twice.</summary>
     internal int StoredCount => _storage.Count;
@@ -168,7 +172,8 @@ public abstract partial class Pool<T> : IDisposable where T : class
             ThrowForeignSlot(nameof(slot));
         }
 
-        if (!slot.TryBeginReturn())
+        int threadId = Environment.CurrentManagedThreadId;
+        if (!TryBeginReturn(slot, threadId))
         {
             ThrowSlotAlreadyReturned();
         }
@@ -189,7 +194,24 @@ public abstract partial class Pool<T> : IDisposable where T : class
             throw;
         }
 
-        Store(slot);
+        Store(slot, threadId);
+    }
+
+    /// <summary>Claims the right to return a slot: of any number of releases of one rental, exactly one wins it.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private bool TryBeginReturn(PoolSlot<T> slot, int threadId)
+    {
+        // While the caller is the only thread that has released to this pool, no interlocked claim
+        // of the same slot can run until this bracket ends: another thread's release first revokes
+        // the bias, which waits for the bracket (see ReleaserBias). So plain reads and writes pick the winner.
+        if (_releaserBias.TryEnter(threadId))
+        {
+            bool won = slot.TryBeginReturnUncontended();
+            _releaserBias.Exit();
+            return won;
+        }
+
+        return slot.TryBeginReturn();
     }
 
     /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
@@ -389,14 +411,17 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
+    private void Store(PoolSlot<T> slot) => Store(slot, Environment.CurrentManagedThreadId);
+
+    /// <summary>The same as <see cref="Store(PoolSlot{T})"/>, for a caller that has read its thread's managed id already.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Store(PoolSlot<T> slot)
+    private void Store(PoolSlot<T> slot, int threadId)
     {
         slot.MarkInPool();
 
         // Kept in the caller's own cache only while the gate is open, that is with no waiter and
         // before Dispose; a waiter or Dispose entering the gate later finds it there (see ForeignAccessGate).
-        if (!_storage.TryKeepOwn(slot))
+        if (!_storage.TryKeepOwn(slot, threadId))
         {
             StoreShared(slot);
         }

@@ -104,12 +104,15 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>Keeps a slot the caller owns and has marked in-pool in the calling thread's cache, if the gate is open and the cache has room.</summary>
+    /// <param name="slot">The slot to keep.</param>
+    /// <param name="threadId">The calling thread's managed id.</param>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool TryKeepOwn(PoolSlot<T> slot)
+    public bool TryKeepOwn(PoolSlot<T> slot, int threadId)
     {
         Debug.Assert(slot.IsInPool);
+        Debug.Assert(threadId == Environment.CurrentManagedThreadId, "Only the owner touches its cache plainly.");
 
-        return OwnCache()?.TryKeepOwn(slot, _gate) ?? false;
+        return OwnCache(threadId)?.TryKeepOwn(slot, _gate) ?? false;
     }
 
     /// <summary>
@@ -242,10 +245,13 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>Gets the calling thread's cache, creating it if need be; <see langword="null"/> if its id is too high to have one.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private ThreadSlotCache? OwnCache()
+    private ThreadSlotCache? OwnCache() => OwnCache(Environment.CurrentManagedThreadId);
+
+    /// <summary>The same as <see cref="OwnCache()"/>, for a caller that has read its thread's managed id already.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private ThreadSlotCache? OwnCache(int threadId)
     {
         ThreadSlotCache?[] caches = _caches;
-        int threadId = Environment.CurrentManagedThreadId;
         ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
         return cache ?? CreateOwnCache(threadId);
     }
