@@ -12,9 +12,9 @@ namespace PoolBench;
 /// The JIT stage repeats a small run of the cell until the JIT has compiled nothing for a while, so
 /// that every measured run executes the cell's fully optimised (tier-1) code. Without it, a loop
 /// that runs once per measured run starts in unoptimised code and is patched on the fly (on-stack
-/// replacement), and whether its tier-1 code arrived before the measured runs depended on when
-/// the runtime's background tiering happened to run: the article's one-thread pool column moved
-/// between about 8.5 and 10.5 ns a request from one process to the next, with the same build.
+/// replacement), and which code the measured runs got depended on when the runtime's background
+/// tiering happened to run: the article's one-thread pool column moved between about 8.5 and
+/// 10.5 ns a request from one process to the next, with the same build.
 /// </remarks>
 internal sealed class Measurement(int warmups, int iterations, TimeSpan targetIteration, TimeSpan jitQuietPeriod)
 {
