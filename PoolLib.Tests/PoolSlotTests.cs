@@ -60,15 +60,7 @@ public sealed class PoolSlotTests
             for (int i = 0; i < Rounds; i++)
             {
                 round.SignalAndWait(cancellationToken);
-                try
-                {
-                    current!.Dispose();
-                    Interlocked.Increment(ref winners);
-                }
-                catch (InvalidOperationException)
-                {
-                    Interlocked.Increment(ref losers);
-                }
+                DisposeCountingOutcome(current!, ref winners, ref losers);
             }
         }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default)).ToArray();
 
@@ -137,15 +129,7 @@ public sealed class PoolSlotTests
                 }
             }
 
-            try
-            {
-                contested!.Dispose();
-                Interlocked.Increment(ref winners);
-            }
-            catch (InvalidOperationException)
-            {
-                Interlocked.Increment(ref losers);
-            }
+            DisposeCountingOutcome(contested!, ref winners, ref losers);
         }
 
         void Owner()
@@ -216,5 +200,19 @@ public sealed class PoolSlotTests
         Assert.That(violations, Is.Empty);
         Assert.That(winners, Is.EqualTo(Rounds));
         Assert.That(losers, Is.EqualTo(Rounds));
+    }
+
+    /// <summary>Disposes a slot that other threads may be disposing too, counting whether this call returned it or was refused.</summary>
+    private static void DisposeCountingOutcome(PoolSlot<TrackedObject> slot, ref int winners, ref int losers)
+    {
+        try
+        {
+            slot.Dispose();
+            Interlocked.Increment(ref winners);
+        }
+        catch (InvalidOperationException)
+        {
+            Interlocked.Increment(ref losers);
+        }
     }
 }
