@@ -17,7 +17,8 @@ internal sealed class BenchOptions
           --connections N[,N..]   TCP connections or UDP senders (default: TCP 100, UDP 8,100)
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
           --pipeline K[,K..]      messages in flight per connection, 1 is ping-pong (default: TCP 1,100, UDP 1)
-          --seconds S             measured seconds per cell (default: 5, quick: 1)
+          --seconds S             measured seconds per server and cell, split into rounds (default: 5, quick: 1)
+          --rounds N              rounds per cell, each measuring every server in turn (default: 5, quick: 1)
           --idle N                TCP connections held idle by a Node.js child process, then echoed once
                                   each; 0 skips (default: 1000, quick: 50)
         """;
@@ -34,6 +35,7 @@ internal sealed class BenchOptions
     public IReadOnlyList<int> Sizes { get; init; } = [32];
     public IReadOnlyList<int>? Pipelines { get; init; }
     public double? Seconds { get; init; }
+    public int? Rounds { get; init; }
     public int? Idle { get; init; }
 
     /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
@@ -56,7 +58,7 @@ internal sealed class BenchOptions
         string? protocol = null;
         IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
         double? seconds = null;
-        int? idle = null;
+        int? rounds = null, idle = null;
         for (int i = 1; i < args.Count; i++)
         {
             string name = args[i];
@@ -82,6 +84,7 @@ internal sealed class BenchOptions
                 case "--size": sizes = PositiveList(name, value); break;
                 case "--pipeline": pipelines = PositiveList(name, value); break;
                 case "--seconds": seconds = PositiveSeconds(name, value); break;
+                case "--rounds": rounds = Positive(name, value); break;
                 case "--idle": idle = Count(name, value); break;
                 default: throw new ArgumentException($"unknown option '{name}'");
             }
@@ -99,6 +102,7 @@ internal sealed class BenchOptions
             Sizes = sizes ?? [32],
             Pipelines = pipelines,
             Seconds = seconds,
+            Rounds = rounds,
             Idle = idle,
         };
     }
@@ -119,6 +123,9 @@ internal sealed class BenchOptions
             ? numbers
             : throw new ArgumentException($"{name} takes positive whole numbers separated by commas, not '{value}'");
     }
+
+    private static int Positive(string name, string value) =>
+        Count(name, value) is > 0 and int count ? count : throw new ArgumentException($"{name} takes a positive whole number, not '{value}'");
 
     private static int Count(string name, string value) =>
         int.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out int count)

@@ -1,6 +1,10 @@
 namespace PoolBench;
 
-/// <summary>One cell of the echo load, as written to JSON; per-message allocations are null where not measurable.</summary>
+/// <summary>
+/// One server in one cell of the echo load, as written to JSON: messages/s is the median of its
+/// rounds, with the slowest and fastest round; latency, losses, errors and allocation are over all
+/// rounds together. Per-message allocations are null where not measurable.
+/// </summary>
 internal sealed record EchoResult(
     string Server,
     string Protocol,
@@ -10,6 +14,9 @@ internal sealed record EchoResult(
     double Seconds,
     long Messages,
     double MsgsPerSec,
+    double MsgsPerSecMin,
+    double MsgsPerSecMax,
+    int Rounds,
     double MibPerSec,
     double? P50Us,
     double? P99Us,

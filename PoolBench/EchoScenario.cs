@@ -6,9 +6,12 @@ namespace PoolBench;
 
 /// <summary>
 /// Loads echo servers with the same clients, cell by cell: for each protocol, connection count,
-/// message size and pipeline depth, every server in turn. A cell connects all clients, runs them
-/// through a warm-up, measures for <c>--seconds</c>, then drains the echoes still in flight. Any
-/// mismatched echo or broken connection is an error, and an error fails the whole run.
+/// message size and pipeline depth, several rounds, each of which runs every server in turn. In a
+/// round, a server's clients connect, run through a warm-up, are measured for their share of
+/// <c>--seconds</c>, then drain the echoes still in flight. A server's messages/s is the median of
+/// its rounds, so a few seconds in which the machine runs slower, for whatever reason, fall on
+/// every server alike instead of on whichever one happened to run then. Any mismatched echo or
+/// broken connection is an error, and an error fails the whole run.
 /// </summary>
 internal sealed class EchoScenario(BenchOptions options)
 {
@@ -16,9 +19,14 @@ internal sealed class EchoScenario(BenchOptions options)
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
     private static readonly TimeSpan s_drainTimeout = TimeSpan.FromSeconds(10);
 
+    /// <summary>Measured time per server and cell, all rounds together; also how long idle connections are held.</summary>
     private TimeSpan Measured => TimeSpan.FromSeconds(options.Seconds ?? (options.Quick ? 1 : 5));
 
-    private TimeSpan WarmUp => TimeSpan.FromSeconds(options.Quick ? 0.25 : 1);
+    private int Rounds => options.Rounds ?? (options.Quick ? 1 : 5);
+
+    private TimeSpan MeasuredPerRound => Measured / Rounds;
+
+    private TimeSpan WarmUp => TimeSpan.FromSeconds(options.Quick ? 0.25 : 0.5);
 
     public async Task RunAsync(BenchReport report)
     {
@@ -28,7 +36,7 @@ internal sealed class EchoScenario(BenchOptions options)
             foreach (string protocol in options.Protocols)
             {
                 var table = new MarkdownTable(
-                    "conns", "size", "pipeline", "server", "msgs/s", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
+                    "conns", "size", "pipeline", "server", "msgs/s", "rounds min–max", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
                     "errors", "lost", "server B/msg", "client B/msg", "vs ours");
                 foreach (int connections in options.Connections ?? DefaultConnections(protocol))
                 {
@@ -41,7 +49,7 @@ internal sealed class EchoScenario(BenchOptions options)
                     }
                 }
 
-                table.Print($"echo: {protocol.ToUpperInvariant()}, {Measured.TotalSeconds:0.##} s per cell after {WarmUp.TotalSeconds:0.##} s warm-up (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){options.QuickLabel}");
+                table.Print($"echo: {protocol.ToUpperInvariant()}, {Rounds} round(s) per cell, each measuring every server in turn for {MeasuredPerRound.TotalSeconds:0.##} s after {WarmUp.TotalSeconds:0.##} s warm-up; msgs/s is the median round (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){options.QuickLabel}");
             }
 
             int idle = IdleConnectionCount;
@@ -160,11 +168,23 @@ internal sealed class EchoScenario(BenchOptions options)
             return;
         }
 
-        double? oursRate = null;
-        foreach (IEchoServer server in servers)
+        var rounds = servers.Select(_ => new List<EchoRound>(Rounds)).ToArray();
+        for (int round = 1; round <= Rounds; round++)
         {
-            s_log.Info("echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}", server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline);
-            EchoResult result = await MeasureAsync(server, cell).ConfigureAwait(false);
+            for (int i = 0; i < servers.Count; i++)
+            {
+                s_log.Info(
+                    "echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}, round {5} of {6}",
+                    servers[i].Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, round, Rounds);
+                rounds[i].Add(await MeasureAsync(servers[i], cell).ConfigureAwait(false));
+            }
+        }
+
+        double? oursRate = null;
+        for (int i = 0; i < servers.Count; i++)
+        {
+            IEchoServer server = servers[i];
+            EchoResult result = Summarise(server, cell, rounds[i]);
             oursRate ??= server.Name == "ours" && result.Messages > 0 ? result.MsgsPerSec : null;
             result = result with { RatioVsOurs = result.Messages > 0 ? oursRate / result.MsgsPerSec : null };
             report.Add(result);
@@ -179,6 +199,7 @@ internal sealed class EchoScenario(BenchOptions options)
                 CellText.Count(cell.Pipeline),
                 server.Name,
                 CellText.Number(result.MsgsPerSec, 0),
+                CellText.Spread(result.MsgsPerSecMin, result.MsgsPerSecMax, v => CellText.Number(v, 0)),
                 CellText.Number(result.MibPerSec, 2),
                 CellText.Optional(result.P50Us),
                 CellText.Optional(result.P99Us),
@@ -191,7 +212,8 @@ internal sealed class EchoScenario(BenchOptions options)
         }
     }
 
-    private async Task<EchoResult> MeasureAsync(IEchoServer server, EchoCell cell)
+    /// <summary>One round of one server: connect, warm up, measure, drain.</summary>
+    private async Task<EchoRound> MeasureAsync(IEchoServer server, EchoCell cell)
     {
         var run = new EchoRun();
         var pattern = new MessagePattern(cell.Size);
@@ -216,7 +238,7 @@ internal sealed class EchoScenario(BenchOptions options)
             allocated = GC.GetTotalAllocatedBytes(true);
             long start = Stopwatch.GetTimestamp();
             run.Enter(EchoPhase.Measure);
-            await Task.Delay(Measured).ConfigureAwait(false);
+            await Task.Delay(MeasuredPerRound).ConfigureAwait(false);
             run.Enter(EchoPhase.Drain);
             elapsed = Stopwatch.GetElapsedTime(start);
             allocated = GC.GetTotalAllocatedBytes(true) - allocated;
@@ -241,16 +263,6 @@ internal sealed class EchoScenario(BenchOptions options)
             }
         }
 
-        return Summarise(server, cell, clients, errors, elapsed, allocated);
-    }
-
-    /// <summary>
-    /// Adds the clients up. Allocation per message: for a server in this process, what the whole
-    /// process allocated in the window minus what the clients counted for themselves; for a server
-    /// elsewhere, the whole process is the client.
-    /// </summary>
-    private static EchoResult Summarise(IEchoServer server, EchoCell cell, EchoClient[] clients, long errors, TimeSpan elapsed, long allocated)
-    {
         var latency = new LatencyHistogram();
         long messages = 0, lost = 0, clientAllocated = 0;
         foreach (EchoClient client in clients)
@@ -272,11 +284,37 @@ internal sealed class EchoScenario(BenchOptions options)
             s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
         }
 
-        double seconds = Math.Max(elapsed.TotalSeconds, 1e-9);
+        return new EchoRound(elapsed, messages, errors, lost, allocated, clientAllocated, latency);
+    }
+
+    /// <summary>
+    /// Reduces a server's rounds to its result: the median round's messages/s, and everything else
+    /// over all rounds together. Allocation per message: for a server in this process, what the
+    /// whole process allocated in the measured windows minus what the clients counted for
+    /// themselves; for a server elsewhere, the whole process is the client.
+    /// </summary>
+    private static EchoResult Summarise(IEchoServer server, EchoCell cell, List<EchoRound> rounds)
+    {
+        var latency = new LatencyHistogram();
+        long messages = 0, errors = 0, lost = 0, allocated = 0, clientAllocated = 0;
+        TimeSpan elapsed = TimeSpan.Zero;
+        foreach (EchoRound round in rounds)
+        {
+            latency.Add(round.Latency);
+            messages += round.Messages;
+            errors += round.Errors;
+            lost += round.Lost;
+            allocated += round.AllocatedBytes;
+            clientAllocated += round.ClientAllocatedBytes;
+            elapsed += round.Elapsed;
+        }
+
+        double[] rates = rounds.Select(round => round.MsgsPerSec).Order().ToArray();
+        double rate = Sample.Median(rates);
         double? perMessage(long bytes) => messages > 0 ? (double)bytes / messages : null;
         return new EchoResult(
             server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, elapsed.TotalSeconds, messages,
-            messages / seconds, messages * (double)cell.Size / seconds / (1 << 20),
+            rate, rates[0], rates[^1], rounds.Count, rate * cell.Size / (1 << 20),
             latency.PercentileMicroseconds(50), latency.PercentileMicroseconds(99), latency.PercentileMicroseconds(99.9),
             errors, lost,
             server.InProcess ? perMessage(allocated - clientAllocated) : null,

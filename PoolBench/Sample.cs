@@ -22,6 +22,7 @@ internal sealed record Sample(double MedianNs, double MinNs, double MaxNs, doubl
     /// <summary>Millions of operations per second at the median.</summary>
     public double Mops => 1e3 / MedianNs;
 
-    private static double Median(double[] sorted) =>
+    /// <summary>The median of values sorted in ascending order.</summary>
+    public static double Median(double[] sorted) =>
         sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[sorted.Length / 2 - 1] + sorted[sorted.Length / 2]) / 2;
 }
