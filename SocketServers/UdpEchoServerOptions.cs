@@ -1,8 +1,10 @@
 namespace SocketServers;
 
 /// <summary>Settings of a <see cref="UdpEchoServer"/>; the defaults are safe for a public default install.</summary>
-/// <remarks>Memory is bounded by (<see cref="MaxPendingDatagrams"/> + <see cref="ConcurrentReceives"/>) ×
-/// (<see cref="MaxDatagramSize"/> + 1) bytes of pooled buffers. Every setter checks its value. Not thread-safe.</remarks>
+/// <remarks>Memory is bounded by <see cref="ConcurrentReceives"/> × (<see cref="MaxDatagramSize"/> + 1) bytes of
+/// pooled buffers, and with <see cref="UdpProcessing.ReplyBlock"/> by (<see cref="MaxPendingDatagrams"/> +
+/// <see cref="ConcurrentReceives"/>) × (<see cref="MaxDatagramSize"/> + 1). Every setter checks its value.
+/// Not thread-safe.</remarks>
 public sealed class UdpEchoServerOptions : EchoServerOptions
 {
     /// <summary>The largest accepted <see cref="MaxDatagramSize"/>: 65535 bytes.</summary>
@@ -11,6 +13,16 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     private int _maxDatagramSize = 8192;
     private int _concurrentReceives = 1;
     private int _maxPendingDatagrams = 256;
+    private UdpProcessing _processing = UdpProcessing.ReceiveThreads;
+
+    /// <summary>How datagrams are received and replied to; <see cref="UdpProcessing.ReceiveThreads"/> by
+    /// default.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is not a defined <see cref="UdpProcessing"/>.</exception>
+    public UdpProcessing Processing
+    {
+        get => _processing;
+        set => _processing = Enum.IsDefined(value) ? value : throw new ArgumentOutOfRangeException(nameof(Processing), value, "Not a defined UdpProcessing value.");
+    }
 
     /// <summary>The largest datagram echoed, in bytes, 1 to <see cref="MaxDatagramSizeLimit"/>; 8192 by
     /// default. A larger datagram is dropped (counted and logged as a warning), never echoed truncated.</summary>
@@ -21,14 +33,15 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
         set => _maxDatagramSize = CheckRange(value, 1, MaxDatagramSizeLimit);
     }
 
-    /// <summary>How many receives are outstanding at once, 1 to 256; 1 by default.</summary>
+    /// <summary>How many receives are outstanding at once, 1 to 256; 1 by default. With
+    /// <see cref="UdpProcessing.ReceiveThreads"/>, the number of receive threads.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
-    /// Why one: on Linux the socket layer runs one socket's receives one after the other. A receive started
-    /// while none is pending is tried at once and completes on the spot when a datagram is waiting; one started
-    /// while another is pending is queued, and every queued receive is completed by a thread-pool work item
-    /// after the socket's readiness notification. So with several outstanding, no receive ever completes on
-    /// the spot, and each datagram costs a thread hand-off before the one to the reply stage.
+    /// Why one: on a small machine one receive keeps up best. With <see cref="UdpProcessing.ReceiveThreads"/>, a
+    /// second thread only adds switches between the two; with <see cref="UdpProcessing.ReplyBlock"/>, the socket
+    /// layer on Linux runs one socket's receives one after the other, and a receive started while another is
+    /// pending is queued and completed by a thread-pool work item, so with several outstanding no receive ever
+    /// completes on the spot.
     /// </remarks>
     public int ConcurrentReceives
     {
@@ -36,8 +49,10 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
         set => _concurrentReceives = CheckRange(value, 1, 256);
     }
 
-    /// <summary>How many received datagrams may wait for their reply, 1 to 65536; 256 by default. When
-    /// that many wait, receiving pauses and the kernel drops what does not fit in the socket buffer.</summary>
+    /// <summary>With <see cref="UdpProcessing.ReplyBlock"/>, how many received datagrams may wait for their
+    /// reply, 1 to 65536; 256 by default. When that many wait, receiving pauses and the kernel drops what does
+    /// not fit in the socket buffer. Not used by <see cref="UdpProcessing.ReceiveThreads"/>, where each thread
+    /// replies before it receives again.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public int MaxPendingDatagrams
     {

@@ -27,6 +27,18 @@ public sealed class UdpEchoServerOptionsTests
         Assert.That(options.MaxDatagramSize, Is.EqualTo(8192));
         Assert.That(options.ConcurrentReceives, Is.EqualTo(1));
         Assert.That(options.MaxPendingDatagrams, Is.EqualTo(256));
+        Assert.That(options.Processing, Is.EqualTo(UdpProcessing.ReceiveThreads));
+    }
+
+    [Test]
+    public void Processing_UndefinedValue_ThrowsNamingTheProperty()
+    {
+        var options = new UdpEchoServerOptions();
+
+        var exception = Assert.Throws<ArgumentOutOfRangeException>(() => options.Processing = (UdpProcessing)2);
+
+        Assert.That(exception!.ParamName, Is.EqualTo(nameof(UdpEchoServerOptions.Processing)));
+        Assert.That(options.Processing, Is.EqualTo(UdpProcessing.ReceiveThreads), "the bad value is not kept");
     }
 
     private static void Set(UdpEchoServerOptions options, string property, int value)

@@ -1,0 +1,53 @@
+using System.Net;
+using System.Net.Sockets;
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+/// <summary>What the UDP server tests share: starting a server, receiving an echo within a bound, waiting for idle.</summary>
+internal static class UdpEchoTesting
+{
+    public static readonly TimeSpan EchoTimeout = TimeSpan.FromSeconds(5);
+
+    /// <summary>Starts a server on 127.0.0.1, port 0, with <paramref name="processing"/> and what <paramref name="configure"/> sets.</summary>
+    public static async Task<UdpEchoServer> StartAsync(UdpProcessing processing, Action<UdpEchoServerOptions>? configure, CancellationToken cancellationToken)
+    {
+        var options = new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing };
+        configure?.Invoke(options);
+        var server = new UdpEchoServer(options);
+        await server.StartAsync(cancellationToken);
+        return server;
+    }
+
+    /// <summary>Receives one datagram; a lost one fails the test with a message instead of hanging it.</summary>
+    public static async Task<int> ReceiveWithinAsync(Socket client, byte[] buffer, CancellationToken cancellationToken)
+    {
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        timeout.CancelAfter(EchoTimeout);
+        try
+        {
+            return await client.ReceiveAsync(buffer, SocketFlags.None, timeout.Token);
+        }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+        {
+            Assert.Fail($"no echo within {EchoTimeout}");
+            throw;
+        }
+    }
+
+    /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
+    /// and every args but those of the default number of receives is back in the pool.</summary>
+    public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
+        => WaitForIdleAsync(server, new UdpEchoServerOptions().ConcurrentReceives, datagrams, cancellationToken);
+
+    /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
+    /// and every args but those of the <paramref name="receives"/> outstanding receives is back in the pool.</summary>
+    /// <remarks>The count comes first: a receive thread replies on the args it received into, so while it replies
+    /// to the last datagram the pool already looks idle. It counts a datagram before it returns the args.</remarks>
+    public static Task WaitForIdleAsync(UdpEchoServer server, int receives, long datagrams, CancellationToken cancellationToken)
+    {
+        return Poll.UntilAsync(
+            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - receives,
+            cancellationToken);
+    }
+}

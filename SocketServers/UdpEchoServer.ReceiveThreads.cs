@@ -1,0 +1,182 @@
+using System.Net;
+using System.Net.Sockets;
+using PoolLib;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+/// <summary><see cref="UdpProcessing.ReceiveThreads"/>: dedicated threads that receive and reply.</summary>
+/// <remarks>
+/// <para>
+/// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it
+/// to the pool, and starts again: a datagram is received and answered on the thread the kernel wakes, with no
+/// hand-off to another thread. The socket never runs an asynchronous operation, so it stays in blocking mode and
+/// a receive waits in the kernel, not in the runtime's event loop.
+/// </para>
+/// <para>
+/// Stopping: on Linux, shutting down the socket's receive side wakes every blocked receive at once (the call
+/// itself fails with <see cref="SocketError.NotConnected"/> on an unconnected socket, and sends still work), so
+/// in-flight replies finish and the threads end. Where it does not wake them, they end when the socket is
+/// closed at the end of the stop grace period.
+/// </para>
+/// </remarks>
+public sealed partial class UdpEchoServer
+{
+    private Task[] StartReceiveThreads(Socket socket)
+    {
+        var threads = new Task[_concurrentReceives];
+        for (int i = 0; i < threads.Length; i++)
+        {
+            var ended = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            var thread = new Thread(() =>
+            {
+                try
+                {
+                    ReceiveAndReply(socket);
+                }
+                finally
+                {
+                    ended.SetResult();
+                }
+            })
+            {
+                // A process that exits without stopping the server is not kept alive by a blocked receive.
+                IsBackground = true,
+                Name = "UDP echo receive",
+            };
+            thread.UnsafeStart();
+            threads[i] = ended.Task;
+        }
+
+        return threads;
+    }
+
+    private void WakeReceiveThreads()
+    {
+        try
+        {
+            _socket?.Shutdown(SocketShutdown.Receive);
+        }
+        catch (SocketException)
+        {
+            // NotConnected, expected on an unconnected datagram socket: on Linux the blocked receives are woken
+            // all the same. Elsewhere they wake when the socket is closed.
+        }
+        catch (ObjectDisposedException)
+        {
+            // Already closed: nothing is blocked any more.
+        }
+    }
+
+    /// <summary>The body of a receive thread: receives and answers datagrams until the server stops.</summary>
+    private void ReceiveAndReply(Socket socket)
+    {
+        CancellationToken stopping = StoppingToken;
+        AddressFamily family = socket.AddressFamily;
+
+        // The socket writes each sender's address here, and the args' endpoint takes it in place, as it does
+        // after an asynchronous receive (ReusableIPEndPoint.Create): nothing allocated per datagram.
+        var sender = new SocketAddress(family);
+        try
+        {
+            while (!stopping.IsCancellationRequested)
+            {
+                if (TakeSlotUnlessStopping() is not { } slot)
+                {
+                    break;
+                }
+
+                bool replied = false;
+                try
+                {
+                    var args = (PooledSocketArgs)slot.Object;
+                    SocketError error = Receive(socket, args.OwnBuffer, sender, out int length);
+                    if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
+                    {
+                        // Woken by the stop's shutdown, not by a datagram.
+                        break;
+                    }
+
+                    if (error == SocketError.Success)
+                    {
+                        error = TakeSender(args, family, sender);
+                    }
+
+                    if (error == SocketError.Success && length <= _maxDatagramSize)
+                    {
+                        // EndReply returns the args to the pool, whatever the send did.
+                        replied = true;
+                        EndReply(args, length, TrySend(args, length));
+                    }
+                    else if (!OnReceiveFailed(args, error))
+                    {
+                        break;
+                    }
+                }
+                finally
+                {
+                    if (!replied)
+                    {
+                        Pool.Release(slot);
+                    }
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            OnReceiveLoopFailed(ex);
+        }
+    }
+
+    /// <summary>Makes the sender the socket reported the args' <see cref="SocketAsyncEventArgs.RemoteEndPoint"/>,
+    /// in place, as an asynchronous receive does.</summary>
+    /// <returns><see cref="SocketError.Success"/>, or <see cref="SocketError.AddressNotAvailable"/> for an address
+    /// that is not an IP endpoint of the socket's family (which the kernel never reports).</returns>
+    private static SocketError TakeSender(PooledSocketArgs args, AddressFamily family, SocketAddress sender)
+    {
+        try
+        {
+            args.RemoteEndPoint = args.SenderEndPoint(family).Create(sender);
+            return SocketError.Success;
+        }
+        catch (ArgumentException)
+        {
+            return SocketError.AddressNotAvailable;
+        }
+    }
+
+    /// <summary>Takes an args for the next receive, or returns <see langword="null"/> once the server stops.</summary>
+    private PoolSlot<SocketAsyncEventArgs>? TakeSlotUnlessStopping()
+    {
+        // The pool holds one args per receive thread and each thread holds at most one, so the take completes at
+        // once; waiting on the task is the general path, never taken in practice.
+        ValueTask<PoolSlot<SocketAsyncEventArgs>?> taking = TakeSlotUnlessStoppingAsync();
+        return taking.IsCompletedSuccessfully ? taking.Result : taking.AsTask().GetAwaiter().GetResult();
+    }
+
+    /// <summary>Waits for one datagram.</summary>
+    /// <returns>The receive's outcome; <see cref="SocketError.OperationAborted"/> once the socket is closed, or
+    /// when the receive fails in any way while the server stops.</returns>
+    private SocketError Receive(Socket socket, byte[] buffer, SocketAddress sender, out int length)
+    {
+        try
+        {
+            // A datagram larger than the buffer arrives truncated to its length, one byte above the largest
+            // accepted size, and is dropped as too large.
+            length = socket.ReceiveFrom(buffer, SocketFlags.None, sender);
+            return SocketError.Success;
+        }
+        catch (SocketException ex) when (!StoppingToken.IsCancellationRequested)
+        {
+            length = 0;
+            return ex.SocketErrorCode;
+        }
+        catch (Exception ex) when (ex is ObjectDisposedException or SocketException || StoppingToken.IsCancellationRequested)
+        {
+            // Closed, or shut down by the stop: a receive after the shutdown may even fail on the empty sender
+            // address it reports.
+            length = 0;
+            return SocketError.OperationAborted;
+        }
+    }
+}

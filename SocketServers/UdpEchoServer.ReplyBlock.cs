@@ -1,0 +1,225 @@
+using System.Diagnostics;
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Threading.Tasks.Dataflow;
+using PoolLib;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+/// <summary><see cref="UdpProcessing.ReplyBlock"/>: asynchronous receives, replies through a bounded
+/// <see cref="ActionBlock{TInput}"/>.</summary>
+/// <remarks>
+/// The reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
+/// coming. While they do, that task keeps one thread-pool thread; it lets it go 50 ms after the last datagram,
+/// or when the server stops.
+/// </remarks>
+public sealed partial class UdpEchoServer
+{
+    // How long the reply block's processing task waits for the next datagram before it ends and gives its
+    // thread back to the pool. Far longer than the gaps within a stream of datagrams (microseconds), short
+    // enough that a server that has gone idle does not hold a thread-pool thread for long.
+    private static readonly TimeSpan s_replierLinger = TimeSpan.FromMilliseconds(50);
+
+    // Set by whoever takes _replierWaiting from 1 to 0 (a receive loop that handed over a datagram or found the
+    // block full, or the stop); reset by the replier before it announces that it waits.
+    private readonly ManualResetEventSlim _datagramQueued = new(initialState: false);
+
+    // 1 while the reply block's action waits in WaitForNextDatagram, else 0. Only the replier sets it to 1;
+    // a waker takes it back to 0 with CompareExchange, so each wait is signalled at most once.
+    private int _replierWaiting;
+
+    // Receive loops whose datagram the full block refused and that now wait for room (SendAsync). Such a
+    // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
+    private int _waitingForRoom;
+
+    private ActionBlock<PooledSocketArgs>? _replies;
+
+    private Task ReplyBlockCompletion => _replies?.Completion ?? Task.CompletedTask;
+
+    private Task[] StartReplyBlock(Socket socket)
+    {
+        _replies = new ActionBlock<PooledSocketArgs>(
+            Reply,
+            new ExecutionDataflowBlockOptions
+            {
+                BoundedCapacity = _maxPendingDatagrams,
+                // One reply at a time. With room for two, a datagram that arrives while the replier waits in
+                // WaitForNextDatagram starts a second processing task (a Task each time) unless that one lingers
+                // too, and two lingering repliers cost more than they gain under light load on a small machine.
+                MaxDegreeOfParallelism = 1,
+            });
+        var loops = new Task[_concurrentReceives];
+        for (int i = 0; i < loops.Length; i++)
+        {
+            loops[i] = ReceiveLoopAsync(socket, _replies);
+        }
+
+        return loops;
+    }
+
+    private void StopReplyBlock()
+    {
+        // Datagrams already in the block are still answered; later ones are declined and their args released.
+        // The stopping token is already cancelled, so a replier woken now does not wait again.
+        _replies?.Complete();
+        WakeReplier();
+    }
+
+    // The receive loops and the reply block are done: nobody waits on or sets the event any more.
+    private void DisposeReplyBlock() => _datagramQueued.Dispose();
+
+    private async Task ReceiveLoopAsync(Socket socket, ActionBlock<PooledSocketArgs> replies)
+    {
+        // Run on the thread pool, not on the caller of StartAsync.
+        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
+        CancellationToken stopping = StoppingToken;
+        AddressFamily family = socket.AddressFamily;
+        try
+        {
+            while (!stopping.IsCancellationRequested)
+            {
+                if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
+                {
+                    break;
+                }
+
+                bool handedOver = false;
+                try
+                {
+                    var args = (PooledSocketArgs)slot.Object;
+
+                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+                    args.RemoteEndPoint = args.SenderEndPoint(family);
+                    SocketError error;
+                    try
+                    {
+                        await args.ReceiveFromAsync(socket).ConfigureAwait(false);
+                        error = args.SocketError;
+                    }
+                    catch (ObjectDisposedException)
+                    {
+                        error = SocketError.OperationAborted;
+                    }
+
+                    if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
+                        && (args.SocketFlags & SocketFlags.Truncated) == 0)
+                    {
+                        // The block owns the args from here (it may already be replied to and reused when Post
+                        // returns); a full block makes this receive loop wait.
+                        handedOver = replies.Post(args) || await WaitForRoomAsync(replies, args, stopping).ConfigureAwait(false);
+                        if (handedOver)
+                        {
+                            WakeReplier();
+                        }
+                        else
+                        {
+                            CountDrop();
+                        }
+                    }
+                    else if (!OnReceiveFailed(args, error))
+                    {
+                        break;
+                    }
+                }
+                catch (OperationCanceledException)
+                {
+                    CountDrop();
+                    break;
+                }
+                finally
+                {
+                    if (!handedOver)
+                    {
+                        Pool.Release(slot);
+                    }
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            OnReceiveLoopFailed(ex);
+        }
+    }
+
+    /// <summary>Offers a datagram the full block refused, waiting until it has room (the slow path).</summary>
+    /// <returns>Whether the block took the datagram; <see langword="false"/> once it declines for good (stopping).</returns>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private async ValueTask<bool> WaitForRoomAsync(ActionBlock<PooledSocketArgs> replies, PooledSocketArgs args, CancellationToken stopping)
+    {
+        // Announce the postponed datagram before waking the replier, so that it does not go back to waiting for a
+        // queued one while this waits for room (with a bound of one, the datagram in its hands fills the block).
+        Interlocked.Increment(ref _waitingForRoom);
+        try
+        {
+            WakeReplier();
+            return await replies.SendAsync(args, stopping).ConfigureAwait(false);
+        }
+        finally
+        {
+            Interlocked.Decrement(ref _waitingForRoom);
+        }
+    }
+
+    /// <summary>The reply block's action: sends the datagram back from its own buffer and releases the args.</summary>
+    private void Reply(PooledSocketArgs args)
+    {
+        int length = args.BytesTransferred;
+        EndReply(args, length, TrySend(args, length));
+        WaitForNextDatagram();
+    }
+
+    /// <summary>
+    /// Called by the reply block's action after a reply when no datagram is queued: waits briefly for the next
+    /// one, so that the block's processing task goes on instead of ending.
+    /// </summary>
+    /// <remarks>
+    /// <para>
+    /// An <see cref="ActionBlock{TInput}"/> ends its processing task as soon as its queue is empty, and the next
+    /// datagram posted starts a new <see cref="Task"/>. A server that keeps up with its load finds its queue
+    /// empty after most replies, so that costs about one Task (64 bytes) per datagram. Waiting here instead
+    /// keeps one task, and its thread, for as long as datagrams keep coming; after <see cref="s_replierLinger"/>
+    /// without one, or once the server stops, the action returns and the task ends as usual.
+    /// </para>
+    /// <para>
+    /// Handshake, lock-free: the replier resets the event, publishes <see cref="_replierWaiting"/> = 1 with a
+    /// full fence, then checks the queue and <see cref="_waitingForRoom"/>; a receive loop enqueues (or counts
+    /// itself in <see cref="_waitingForRoom"/>), then swaps the flag back to 0 with CompareExchange, a full fence,
+    /// and sets the event if it was 1. So either the replier sees the datagram, or the receive loop sees the flag
+    /// and wakes it: no datagram waits for the linger to run out. A late set only makes a later wait return early.
+    /// A datagram refused by a full block is not in the queue: it is taken from its sender only once this
+    /// action returns (with a bound of one, the datagram just replied to is what fills the block), hence the
+    /// second condition.
+    /// </para>
+    /// </remarks>
+    private void WaitForNextDatagram()
+    {
+        Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
+        // With room for one datagram, the block stays full while this waits (its count drops only when the action
+        // returns), so every datagram arriving meanwhile would take the slow, allocating SendAsync path: don't wait.
+        ActionBlock<PooledSocketArgs> replies = _replies!;
+        if (_maxPendingDatagrams == 1 || replies.InputCount > 0)
+        {
+            return;
+        }
+
+        _datagramQueued.Reset();
+        Interlocked.Exchange(ref _replierWaiting, 1);
+        if (replies.InputCount == 0 && Volatile.Read(ref _waitingForRoom) == 0 && !StoppingToken.IsCancellationRequested)
+        {
+            _datagramQueued.Wait(s_replierLinger);
+        }
+
+        Volatile.Write(ref _replierWaiting, 0);
+    }
+
+    /// <summary>Wakes the replier if it waits in <see cref="WaitForNextDatagram"/>.</summary>
+    private void WakeReplier()
+    {
+        if (Interlocked.CompareExchange(ref _replierWaiting, 0, 1) == 1)
+        {
+            _datagramQueued.Set();
+        }
+    }
+
+}
