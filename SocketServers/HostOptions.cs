@@ -21,6 +21,9 @@ public sealed class HostOptions
           --max-connections N       TCP connections served at once (default: 1000)
           --buffer-size N           TCP buffer per connection and largest UDP datagram, in bytes (default: 8192)
           --idle-timeout SECONDS    close TCP connections idle this long; 0 never (default: 60)
+          --udp-processing P        threads: receive threads that reply themselves; block: asynchronous
+                                    receives and a Dataflow reply block (default: threads)
+          --udp-receives N          UDP receive threads, or outstanding receives with block, 1 to 256 (default: 1)
           --help                    show this text
 
         """;
@@ -52,6 +55,13 @@ public sealed class HostOptions
 
     /// <summary>The TCP idle timeout; <see cref="Timeout.InfiniteTimeSpan"/> for none.</summary>
     public TimeSpan IdleTimeout { get; private set; } = TimeSpan.FromSeconds(60);
+
+    /// <summary>How the UDP server processes datagrams (<c>--udp-processing threads|block</c>).</summary>
+    public UdpProcessing UdpProcessing { get; private set; } = UdpProcessing.ReceiveThreads;
+
+    /// <summary>UDP receive threads, or outstanding receives with <see cref="UdpProcessing.ReplyBlock"/>
+    /// (<c>--udp-receives</c>).</summary>
+    public int UdpReceives { get; private set; } = 1;
 
     /// <summary>Whether <c>--help</c> was given; the host then prints <see cref="Usage"/> and runs nothing.</summary>
     public bool ShowHelp { get; private set; }
@@ -99,7 +109,7 @@ public sealed class HostOptions
                     parsed.RunTcp = name != "udp";
                     parsed.RunUdp = name != "tcp";
                     continue;
-                case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout":
+                case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout" or "--udp-processing" or "--udp-receives":
                     if (value is null)
                     {
                         if (i + 1 >= args.Count)
@@ -147,6 +157,8 @@ public sealed class HostOptions
         Address = Address,
         Port = Port,
         MaxDatagramSize = Math.Min(BufferSize, UdpEchoServerOptions.MaxDatagramSizeLimit),
+        Processing = UdpProcessing,
+        ConcurrentReceives = UdpReceives,
     };
 
     /// <returns>null when <paramref name="value"/> is a whole number from min to max, now stored, else the error line.</returns>
@@ -180,6 +192,20 @@ public sealed class HostOptions
                 return SetInt(name, value, 1, TcpEchoServerOptions.MaxConnectionsLimit, limit => MaxConnections = limit);
             case "--buffer-size":
                 return SetInt(name, value, 1, TcpEchoServerOptions.MaxBufferSize, size => BufferSize = size);
+            case "--udp-receives":
+                return SetInt(name, value, 1, UdpEchoServerOptions.MaxConcurrentReceives, receives => UdpReceives = receives);
+            case "--udp-processing":
+                switch (value)
+                {
+                    case "threads":
+                        UdpProcessing = UdpProcessing.ReceiveThreads;
+                        return null;
+                    case "block":
+                        UdpProcessing = UdpProcessing.ReplyBlock;
+                        return null;
+                    default:
+                        return $"'--udp-processing' expects threads or block, not '{value}'.";
+                }
             default:
                 if (!double.TryParse(value, NumberStyles.AllowDecimalPoint, CultureInfo.InvariantCulture, out double seconds)
                     || !(seconds == 0 || (seconds >= 0.001 && seconds <= MaxIdleTimeoutSeconds)))

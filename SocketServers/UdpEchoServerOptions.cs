@@ -10,6 +10,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The largest accepted <see cref="MaxDatagramSize"/>: 65535 bytes.</summary>
     public const int MaxDatagramSizeLimit = ushort.MaxValue;
 
+    /// <summary>The largest accepted <see cref="ConcurrentReceives"/>: 256.</summary>
+    public const int MaxConcurrentReceives = 256;
+
     private int _maxDatagramSize = 8192;
     private int _concurrentReceives = 1;
     private int _maxPendingDatagrams = 256;
@@ -46,7 +49,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     public int ConcurrentReceives
     {
         get => _concurrentReceives;
-        set => _concurrentReceives = CheckRange(value, 1, 256);
+        set => _concurrentReceives = CheckRange(value, 1, MaxConcurrentReceives);
     }
 
     /// <summary>With <see cref="UdpProcessing.ReplyBlock"/>, how many received datagrams may wait for their

@@ -18,6 +18,8 @@ public sealed class HostOptionsTests
         Assert.That(options.MaxConnections, Is.EqualTo(1000));
         Assert.That(options.BufferSize, Is.EqualTo(8192));
         Assert.That(options.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(60)));
+        Assert.That(options.UdpProcessing, Is.EqualTo(UdpProcessing.ReceiveThreads));
+        Assert.That(options.UdpReceives, Is.EqualTo(1));
         Assert.That(options.ShowHelp, Is.False);
     }
 
@@ -35,7 +37,11 @@ public sealed class HostOptionsTests
     [Test]
     public void TryParse_EveryOption_SetsItsValue()
     {
-        string[] args = ["tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5"];
+        string[] args =
+        [
+            "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
+            "--udp-processing", "block", "--udp-receives", "3",
+        ];
 
         bool ok = HostOptions.TryParse(args, out HostOptions? options, out string? error);
 
@@ -45,6 +51,8 @@ public sealed class HostOptionsTests
         Assert.That(options.MaxConnections, Is.EqualTo(5));
         Assert.That(options.BufferSize, Is.EqualTo(100_000));
         Assert.That(options.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(2.5)));
+        Assert.That(options.UdpProcessing, Is.EqualTo(UdpProcessing.ReplyBlock));
+        Assert.That(options.UdpReceives, Is.EqualTo(3));
     }
 
     [Test]
@@ -71,6 +79,9 @@ public sealed class HostOptionsTests
     [TestCase("--idle-timeout -1", "'--idle-timeout' expects")]
     [TestCase("--idle-timeout NaN", "'--idle-timeout' expects")]
     [TestCase("--idle-timeout 0.0000001", "'--idle-timeout' expects")]
+    [TestCase("--udp-processing inline", "'--udp-processing' expects threads or block")]
+    [TestCase("--udp-receives 0", "'--udp-receives' expects")]
+    [TestCase("--udp-receives 257", "'--udp-receives' expects")]
     public void TryParse_BadArgument_FailsWithOneLine(string commandLine, string expected)
     {
         bool ok = HostOptions.TryParse(commandLine.Split(' '), out HostOptions? options, out string? error);
@@ -92,7 +103,10 @@ public sealed class HostOptionsTests
     [Test]
     public void CreateServerOptions_ParsedValues_CarriedOverWithUdpDatagramCapped()
     {
-        HostOptions.TryParse(["--port", "9000", "--buffer-size", "100000", "--idle-timeout", "0", "--max-connections", "7"], out HostOptions? options, out _);
+        HostOptions.TryParse(
+            ["--port", "9000", "--buffer-size", "100000", "--idle-timeout", "0", "--max-connections", "7", "--udp-processing=block", "--udp-receives=2"],
+            out HostOptions? options,
+            out _);
 
         TcpEchoServerOptions tcp = options!.CreateTcpOptions();
         UdpEchoServerOptions udp = options.CreateUdpOptions();
@@ -101,5 +115,6 @@ public sealed class HostOptionsTests
         Assert.That(tcp.IdleTimeout, Is.EqualTo(Timeout.InfiniteTimeSpan));
         Assert.That(udp.Port, Is.EqualTo(9000));
         Assert.That(udp.MaxDatagramSize, Is.EqualTo(UdpEchoServerOptions.MaxDatagramSizeLimit));
+        Assert.That((udp.Processing, udp.ConcurrentReceives), Is.EqualTo((UdpProcessing.ReplyBlock, 2)));
     }
 }
