@@ -17,7 +17,7 @@ namespace SocketServers;
 /// Stopping: on Linux, shutting down the socket's receive side wakes every blocked receive at once (the call
 /// itself fails with <see cref="SocketError.NotConnected"/> on an unconnected socket, and sends still work), so
 /// in-flight replies finish and the threads end. Where it does not wake them, they end when the socket is
-/// closed at the end of the stop grace period.
+/// closed at the end of the stop grace period, on platforms where closing a socket unblocks its receives.
 /// </para>
 /// </remarks>
 public sealed partial class UdpEchoServer

@@ -91,7 +91,18 @@ public sealed partial class UdpEchoServer : EchoServer
         var bound = (IPEndPoint)socket.LocalEndPoint!;
         _socket = socket;
         _receiveLoopsLeft = _concurrentReceives;
-        _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(socket) : StartReceiveThreads(socket));
+        try
+        {
+            _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(socket) : StartReceiveThreads(socket));
+        }
+        catch
+        {
+            // A thread that could not start: the server stays unstarted, so close the socket now, which ends the
+            // loops already running (they find it closed and return their args).
+            socket.Dispose();
+            _socket = null;
+            throw;
+        }
         s_logger.Info(
             "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives)",
             bound,
