@@ -171,7 +171,7 @@ public sealed partial class UdpEchoServer
             length = 0;
             return ex.SocketErrorCode;
         }
-        catch (Exception ex) when (ex is ObjectDisposedException or SocketException || StoppingToken.IsCancellationRequested)
+        catch (Exception ex) when (ex is ObjectDisposedException || StoppingToken.IsCancellationRequested)
         {
             // Closed, or shut down by the stop: a receive after the shutdown may even fail on the empty sender
             // address it reports.
