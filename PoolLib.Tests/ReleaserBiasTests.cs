@@ -1,3 +1,5 @@
+using PoolLib.Internal;
+
 namespace PoolLib.Tests;
 
 // Thread ids are passed in, so the claim and revoke rules are checked with made-up ids on one

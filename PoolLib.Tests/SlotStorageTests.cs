@@ -1,3 +1,4 @@
+using PoolLib.Internal;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using PoolLib.Internal;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;

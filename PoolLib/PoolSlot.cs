@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using PoolLib.Internal;
 
 namespace PoolLib;
 

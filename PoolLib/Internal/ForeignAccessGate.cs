@@ -1,6 +1,6 @@
 using System.Runtime.CompilerServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// Counts the threads that may touch caches they do not own (<see cref="ThreadSlotCache"/>), and
@@ -43,7 +43,13 @@ internal sealed class ForeignAccessGate
     private const int Fenced = 1;
     private const int OneEntrant = 2;
 
+    // Every barrier any gate has run in this process; read by PoolBench to report barriers per pair.
+    private static long s_processWideBarriers;
+
     private int _state;
+
+    /// <summary>Gets how many process-wide memory barriers gates have run in this process so far.</summary>
+    internal static long ProcessWideBarriers => Interlocked.Read(ref s_processWideBarriers);
 
     /// <summary>Gets whether any thread is in the gate (or entering it): owners must then keep off the plain path.</summary>
     public bool IsClosed
@@ -60,6 +66,7 @@ internal sealed class ForeignAccessGate
         {
             // The count left zero here, so no barrier covers it yet: run one, then say so.
             Interlocked.MemoryBarrierProcessWide();
+            Interlocked.Increment(ref s_processWideBarriers);
             Interlocked.Or(ref _state, Fenced);
             return;
         }

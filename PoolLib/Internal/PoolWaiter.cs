@@ -1,4 +1,4 @@
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// One taker waiting for an exhausted pool, queued first-come first-served.

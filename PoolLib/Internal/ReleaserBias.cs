@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// Lets the only thread that has released to a pool claim its slots back with plain reads and

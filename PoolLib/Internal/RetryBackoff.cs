@@ -1,4 +1,4 @@
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// The back-off of the library's retry loops: spins a little longer each time, then yields the core.

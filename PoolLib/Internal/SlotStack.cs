@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// A lock-free LIFO stack of pool slots that allocates nothing per push or pop: each slot is its

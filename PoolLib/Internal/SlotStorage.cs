@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// Where a pool's idle slots wait: a small cache per thread (<see cref="ThreadSlotCache"/>) in front

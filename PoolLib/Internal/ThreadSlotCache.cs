@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>
 /// A few idle slots kept by one thread for itself, so that a thread that takes and returns touches

@@ -1,6 +1,6 @@
 using System.Runtime.CompilerServices;
 
-namespace PoolLib;
+namespace PoolLib.Internal;
 
 /// <summary>The fixed entries of a <see cref="ThreadSlotCache"/>, inline in it: no separate array to reach.</summary>
 [InlineArray(Length)]
