@@ -17,6 +17,53 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public void Dispose_OneIdleObjectThrowsFromDispose_DisposesEveryOtherOnceAndRethrowsIt()
+    {
+        var pool = new TrackedPool(5);
+        pool.Prewarm(5);
+        var failure = new FormatException("dispose failed");
+        pool.Created.ElementAt(2).DisposeFailure = failure;
+
+        Exception? thrown = Assert.Catch(pool.Dispose);
+
+        Assert.That(thrown, Is.SameAs(failure));
+        Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void Dispose_SeveralIdleObjectsThrowFromDispose_DisposesEachOnceAndThrowsThemTogether()
+    {
+        var pool = new TrackedPool(5);
+        pool.Prewarm(5);
+        Exception[] failures = [new FormatException("first"), new FormatException("second")];
+        pool.Created.ElementAt(0).DisposeFailure = failures[0];
+        pool.Created.ElementAt(4).DisposeFailure = failures[1];
+
+        var thrown = Assert.Throws<AggregateException>(pool.Dispose);
+
+        Assert.That(thrown.InnerExceptions, Is.EquivalentTo(failures));
+        Assert.That(pool.Created.Select(o => o.DisposeCount), Is.All.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.DoesNotThrow(pool.Dispose, "a second Dispose does nothing");
+    }
+
+    [Test]
+    public void Release_AfterDisposeObjectThrowsFromDispose_GivesCapacityBackAndPropagates()
+    {
+        var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        pool.Dispose();
+        slot.Object.DisposeFailure = new FormatException("dispose failed");
+
+        Assert.Throws<FormatException>(() => pool.Release(slot));
+
+        Assert.That(slot.Object.DisposeCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.Throws<InvalidOperationException>(() => pool.Release(slot), "a discarded slot cannot come back");
+    }
+
+    [Test]
     public void Dispose_Twice_DoesNothingMore()
     {
         var pool = new TrackedPool(2);

@@ -211,6 +211,24 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public void Release_CleanUpAndDisposeBothThrow_ThrowsBothTogetherAndGivesCapacityBack()
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        var cleanUpFailure = new FormatException("clean-up failed");
+        var disposeFailure = new FormatException("dispose failed");
+        slot.Object.DisposeFailure = disposeFailure;
+        pool.OnCleanUp = _ => throw cleanUpFailure;
+
+        var thrown = Assert.Throws<AggregateException>(() => pool.Release(slot));
+
+        Assert.That(thrown.InnerExceptions, Is.EqualTo(new Exception[] { cleanUpFailure, disposeFailure }));
+        AssertCounts(pool, total: 0, available: 0);
+        pool.OnCleanUp = null;
+        Assert.That(pool.TryTakeSlot(out _), Is.True, "the failed release must not keep the only place under the cap");
+    }
+
+    [Test]
     public void TakeSlot_ConstructorThrows_GivesCapacityBackAndPropagates()
     {
         using var pool = new TrackedPool(1);
@@ -246,6 +264,26 @@ public sealed partial class PoolTests
         pool.OnHoldSlot = null;
         Assert.That(pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot), Is.True, "The failed hand-over must not keep the only place under the cap.");
         Assert.That(slot!.Object, Is.Not.SameAs(pool.Created.First()));
+    }
+
+    [Test]
+    public void TakeSlot_HoldSlotInObjectAndDisposeBothThrow_ThrowsBothTogetherAndGivesCapacityBack()
+    {
+        using var pool = new TrackedPool(1);
+        var holdFailure = new FormatException("hand-over failed");
+        var disposeFailure = new FormatException("dispose failed");
+        pool.OnHoldSlot = created =>
+        {
+            created.DisposeFailure = disposeFailure;
+            throw holdFailure;
+        };
+
+        var thrown = Assert.Throws<AggregateException>(() => pool.TakeSlot());
+
+        Assert.That(thrown.InnerExceptions, Is.EqualTo(new Exception[] { holdFailure, disposeFailure }));
+        AssertCounts(pool, total: 0, available: 0);
+        pool.OnHoldSlot = null;
+        Assert.That(pool.TryTakeSlot(out _), Is.True, "the failed hand-over must not keep the only place under the cap");
     }
 
     [Test]

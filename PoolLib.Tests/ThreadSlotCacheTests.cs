@@ -55,7 +55,7 @@ public sealed class ThreadSlotCacheTests
 
             // Emptied by a thief each time: the refusal comes from the returns, not from what it holds.
             gate.Enter();
-            cache.Steal();
+            cache.Steal(gate);
             gate.Exit();
         }
 
@@ -73,13 +73,13 @@ public sealed class ThreadSlotCacheTests
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         object[] kept = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => new object())];
-        cache.NoteSharedTake(1);
+        cache.OnSharedTake(1);
         foreach (object item in kept)
         {
             cache.TryKeepOwn(item, gate);
         }
 
-        var drained = new ThreadSlotCacheEntries();
+        var drained = new ThreadSlotCache.Entries();
         int count = cache.TryDrainOwn(drained, gate);
 
         Assert.That(((ReadOnlySpan<object?>)drained)[..count].ToArray(), Is.EqualTo(kept));
@@ -93,14 +93,14 @@ public sealed class ThreadSlotCacheTests
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         var drainedCounts = new List<int>();
-        cache.NoteSharedTake(2);
+        cache.OnSharedTake(2);
         for (int round = 0; round < 3; round++)
         {
             while (cache.TryKeepOwn(new object(), gate))
             {
             }
 
-            var drained = new ThreadSlotCacheEntries();
+            var drained = new ThreadSlotCache.Entries();
             drainedCounts.Add(cache.TryDrainOwn(drained, gate));
         }
 
@@ -114,13 +114,13 @@ public sealed class ThreadSlotCacheTests
     {
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
-        cache.NoteSharedTake(1);
+        cache.OnSharedTake(1);
         for (int i = 0; i < ThreadSlotCache.Capacity - 1; i++)
         {
             cache.TryKeepOwn(new object(), gate);
         }
 
-        var drained = new ThreadSlotCacheEntries();
+        var drained = new ThreadSlotCache.Entries();
         int whileNotFull = cache.TryDrainOwn(drained, gate);
         cache.TryKeepOwn(new object(), gate);
         gate.Enter();
@@ -134,20 +134,39 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
-    public void RefillCredits_OnePerSlotPushed_ThenNone()
+    public void RefillLimit_OneBatchPerSlotPushed_ThenOneAtATime()
     {
         var cache = new ThreadSlotCache();
-        var has = new List<bool> { cache.HasRefillCredit };
+        var limits = new List<int> { cache.RefillLimit };
 
-        cache.NoteSharedPush(2);
+        cache.OnSharedPush(2);
         for (int i = 0; i < 2; i++)
         {
-            has.Add(cache.HasRefillCredit);
-            cache.SpendRefillCredit();
+            limits.Add(cache.RefillLimit);
+            cache.OnSharedTake(ThreadSlotCache.Capacity);
         }
 
-        has.Add(cache.HasRefillCredit);
-        Assert.That(has, Is.EqualTo(new[] { false, true, true, false }));
+        limits.Add(cache.RefillLimit);
+        int full = ThreadSlotCache.Capacity;
+        Assert.That(limits, Is.EqualTo(new[] { 1, full, full, 1 }), "no batch before a push, then one batch per slot pushed");
+    }
+
+    [Test]
+    public void RefillLimit_WithCredit_LeavesRoomForTheSlotHandedOut()
+    {
+        var gate = new ForeignAccessGate();
+        var cache = new ThreadSlotCache();
+        cache.OnSharedPush(1);
+        var limits = new List<int>();
+        for (int kept = 0; kept < ThreadSlotCache.Capacity; kept++)
+        {
+            limits.Add(cache.RefillLimit);
+            cache.TryKeepOwn(new object(), gate);
+        }
+
+        // With k kept, a batch of Capacity - k: one handed out, the rest kept, and one entry of room left.
+        int[] expected = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(k => ThreadSlotCache.Capacity - k)];
+        Assert.That(limits, Is.EqualTo(expected));
     }
 
     [Test]
@@ -181,7 +200,7 @@ public sealed class ThreadSlotCacheTests
 
         var stolen = new List<object>();
         gate.Enter();
-        while (cache.Steal() is { } item)
+        while (cache.Steal(gate) is { } item)
         {
             stolen.Add(item);
         }
@@ -216,15 +235,17 @@ public sealed class ThreadSlotCacheTests
     // when full) while two thieves enter the gate and steal from it whenever it looks non-empty. Every
     // object is stamped by whoever takes it and must be free when stamped; an owner that took from
     // or emptied its cache while a thief was inside the gate (or a gate that let a thief in before
-    // the owner could see it closed) would hand one object to two takers.
+    // the owner could see it closed) would hand one object to two takers. Everyone yields now and
+    // then, so that on one core the three take turns often instead of once per time slice.
     [Test]
     [CancelAfter(120_000)]
     public void OwnerAndThieves_RacingForOneCache_NeverTakeAnObjectTwice(CancellationToken cancellationToken)
     {
         const int Objects = ThreadSlotCache.Capacity + 4;
-        const int OwnerRounds = 3_000_000;
-        const int MinimumThefts = 50_000;
-        const int MinimumDrains = 10_000;
+        const int OwnerRounds = 1_000_000;
+        const int YieldEvery = 64;
+        const int MinimumThefts = 10_000;
+        const int MinimumDrains = 2_000;
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         var overflow = new ConcurrentQueue<TrackedObject>();
@@ -254,7 +275,7 @@ public sealed class ThreadSlotCacheTests
 
         Task owner = Task.Factory.StartNew(() =>
         {
-            var drained = new ThreadSlotCacheEntries();
+            var drained = new ThreadSlotCache.Entries();
             start.SignalAndWait(cancellationToken);
             // Goes on past its rounds until the thieves have stolen enough, however they are scheduled.
             for (int round = 0; round < OwnerRounds || Volatile.Read(ref thefts) < MinimumThefts || drains < MinimumDrains; round++)
@@ -270,17 +291,22 @@ public sealed class ThreadSlotCacheTests
                 {
                     overflow.Enqueue(item);
                 }
+                else if (round % YieldEvery == 0)
+                {
+                    // Right after a keep, so the thieves that run now find something to take.
+                    Thread.Yield();
+                }
 
                 // Top the cache up from what the thieves gave back, so it rarely looks empty to them;
                 // as the pool does with a take from its shared stack, that earns a batch push, which
                 // empties the cache once it is full.
                 if (overflow.TryDequeue(out TrackedObject? extra))
                 {
-                    cache.NoteSharedTake(1);
+                    cache.OnSharedTake(1);
                     if (!cache.TryKeepOwn(extra, gate))
                     {
                         int count = cache.TryDrainOwn(drained, gate);
-                        drains += count == 0 ? 0 : 1;
+                        Volatile.Write(ref drains, drains + (count == 0 ? 0 : 1));
                         for (int i = 0; i < count; i++)
                         {
                             var moved = (TrackedObject)drained[i]!;
@@ -305,11 +331,12 @@ public sealed class ThreadSlotCacheTests
                 // kept the gate closed for good would leave the owner nothing to race with.
                 if (cache.Count == 0)
                 {
+                    Thread.Yield();
                     continue;
                 }
 
                 gate.Enter();
-                var item = (TrackedObject?)cache.Steal();
+                var item = (TrackedObject?)cache.Steal(gate);
                 gate.Exit();
                 if (item is not null)
                 {
@@ -320,14 +347,15 @@ public sealed class ThreadSlotCacheTests
             }
         }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default))];
 
-        Assert.That(Task.WaitAll([owner, .. thieves], TimeSpan.FromSeconds(100)), Is.True, "the race did not finish");
+        bool finished = Task.WaitAll([owner, .. thieves], TimeSpan.FromSeconds(100));
+        Assert.That(finished, Is.True, $"the race did not finish: {Volatile.Read(ref thefts)} thefts, {Volatile.Read(ref drains)} drains");
 
         Assert.That(violations, Is.Empty);
         Assert.That(thefts, Is.GreaterThanOrEqualTo(MinimumThefts), "the thieves took from the cache");
         Assert.That(drains, Is.GreaterThanOrEqualTo(MinimumDrains), "the owner drained its full cache");
         var left = new List<TrackedObject>(overflow);
         gate.Enter();
-        while (cache.Steal() is TrackedObject item)
+        while (cache.Steal(gate) is TrackedObject item)
         {
             left.Add(item);
         }

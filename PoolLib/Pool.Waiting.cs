@@ -9,7 +9,7 @@ namespace PoolLib;
 //
 // Protocol. A waiter first enters the storage's foreign-access gate, which ends with every thread
 // either done with its own cache or certain to see the gate closed; it then joins the queue (under
-// _waiters' lock, incrementing _waiterCount with an interlocked operation) and calls ServeWaiters
+// _waitersLock, incrementing _waiterCount with an interlocked operation) and calls ServeWaiters
 // itself. While the gate is closed no release keeps a slot in its thread's cache: every release
 // pushes onto the shared stack, and every push and every return of budget reads _waiterCount after
 // its own interlocked operation and calls ServeWaiters when it is non-zero. ServeWaiters, under the
@@ -26,8 +26,12 @@ public abstract partial class Pool<T>
     // How often a synchronous taker retries, spinning and then yielding, before it queues (see TrySpinTake).
     private const int SpinRoundsBeforeWaiting = 20;
 
-    // Guarded by lock(_waiters): the takers waiting, oldest first.
-    private readonly LinkedList<PoolWaiter<T>> _waiters = new();
+    // Guarded by _waitersLock: the takers waiting, oldest first.
+    private readonly LinkedList<Waiter> _waiters = new();
+
+    // Uninterruptible: every holder is halfway through something that must finish (a waiter linked
+    // but not yet served, a slot popped but not yet handed over).
+    private readonly UninterruptibleLock _waitersLock = new();
 
     // Equal to _waiters.Count; written only under the lock (with Interlocked, for the fence that
     // the protocol above relies on), read without it on every take and release.
@@ -36,8 +40,14 @@ public abstract partial class Pool<T>
     /// <summary>Gets how many takers are waiting; for tests that check nothing is left behind.</summary>
     internal int WaiterCount => Volatile.Read(ref _waiterCount);
 
-    /// <summary>Gets the object the waiter lock is taken on; for tests that contend it.</summary>
-    internal object WaitersLock => _waiters;
+    /// <summary>Gets the waiter lock; for tests that contend it.</summary>
+    internal UninterruptibleLock WaitersLock => _waitersLock;
+
+    /// <summary>Gets the lock that guards the table of per-thread caches; for tests that contend it.</summary>
+    internal UninterruptibleLock CacheTableLock => _storage.CacheTableLock;
+
+    /// <summary>Gets the lock that guards the registry of slots; for tests that contend it.</summary>
+    internal UninterruptibleLock RegistryLock => _storage.RegistryLock;
 
     /// <summary>Gets whether any thread holds the storage's gate closed; for tests that check nothing is left behind.</summary>
     internal bool IsForeignAccessGateClosed => _storage.IsGateClosed;
@@ -64,7 +74,7 @@ public abstract partial class Pool<T>
             return slot;
         }
 
-        PoolWaiter<T> waiter = Enqueue();
+        Waiter waiter = Enqueue();
         bool completed;
         try
         {
@@ -136,13 +146,13 @@ public abstract partial class Pool<T>
         return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(), cancellationToken));
     }
 
-    private async Task<PoolSlot<T>> WaitAsync(PoolWaiter<T> waiter, CancellationToken cancellationToken)
+    private async Task<PoolSlot<T>> WaitAsync(Waiter waiter, CancellationToken cancellationToken)
     {
         PoolSlot<T>? handedOver;
         using (cancellationToken.UnsafeRegister(
             static (state, token) =>
             {
-                var waiter = (PoolWaiter<T>)state!;
+                var waiter = (Waiter)state!;
                 waiter.Pool.TryCancel(waiter, token);
             },
             waiter))
@@ -178,25 +188,26 @@ public abstract partial class Pool<T>
     /// ServeWaiters may take from those caches on its behalf. If it is not linked after all (the
     /// pool is disposed), it exits the gate here, so a failed take never leaves it closed.
     /// </remarks>
-    private PoolWaiter<T> Enqueue()
+    private Waiter Enqueue()
     {
-        var waiter = new PoolWaiter<T>(this);
+        var waiter = new Waiter(this);
         _storage.EnterForeign();
 
         bool linked = false;
-        bool interrupted = EnterWaiters();
         try
         {
-            // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
-            // linked after that would never be woken: refuse it here instead.
-            ThrowIfDisposed();
-            _waiters.AddLast(waiter.Node);
-            Interlocked.Increment(ref _waiterCount);
-            linked = true;
+            using (_waitersLock.EnterScope())
+            {
+                // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
+                // linked after that would never be woken: refuse it here instead.
+                ThrowIfDisposed();
+                _waiters.AddLast(waiter.Node);
+                Interlocked.Increment(ref _waiterCount);
+                linked = true;
+            }
         }
         finally
         {
-            ExitWaiters(interrupted);
             if (!linked)
             {
                 _storage.ExitForeign();
@@ -210,12 +221,11 @@ public abstract partial class Pool<T>
     /// <summary>Hands idle slots, then units of budget, to the waiters in arrival order, while there are any.</summary>
     private void ServeWaiters()
     {
-        bool interrupted = EnterWaiters();
-        try
+        using (_waitersLock.EnterScope())
         {
             while (_waiters.First is { } node)
             {
-                PoolWaiter<T> waiter = node.Value;
+                Waiter waiter = node.Value;
                 // The head waiter holds the gate closed until it is unlinked, so its caches may be drained.
                 if (_storage.TryTakeAny(out PoolSlot<T>? slot))
                 {
@@ -235,14 +245,10 @@ public abstract partial class Pool<T>
                 }
             }
         }
-        finally
-        {
-            ExitWaiters(interrupted);
-        }
     }
 
     /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
-    private void Abandon(PoolWaiter<T> waiter)
+    private void Abandon(Waiter waiter)
     {
         if (TryCancel(waiter, CancellationToken.None))
         {
@@ -269,10 +275,9 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>Cancels a waiter that has not been served; <see langword="false"/> if it already was.</summary>
-    private bool TryCancel(PoolWaiter<T> waiter, CancellationToken cancellationToken)
+    private bool TryCancel(Waiter waiter, CancellationToken cancellationToken)
     {
-        bool interrupted = EnterWaiters();
-        try
+        using (_waitersLock.EnterScope())
         {
             if (waiter.Node.List is null)
             {
@@ -283,16 +288,11 @@ public abstract partial class Pool<T>
             waiter.TrySetCanceled(cancellationToken);
             return true;
         }
-        finally
-        {
-            ExitWaiters(interrupted);
-        }
     }
 
     private void FailAllWaiters()
     {
-        bool interrupted = EnterWaiters();
-        try
+        using (_waitersLock.EnterScope())
         {
             while (_waiters.First is { } node)
             {
@@ -300,52 +300,35 @@ public abstract partial class Pool<T>
                 node.Value.TrySetException(new ObjectDisposedException(GetType().FullName));
             }
         }
-        finally
-        {
-            ExitWaiters(interrupted);
-        }
     }
 
-    /// <summary>
-    /// Takes the waiter lock, even on a thread with an interrupt pending: a contended lock throws
-    /// <see cref="ThreadInterruptedException"/> there, and every holder of this lock is halfway
-    /// through something that must finish (a waiter linked but not yet served, a slot popped but
-    /// not yet handed over). Returns whether an interrupt was swallowed, for <see cref="ExitWaiters"/>.
-    /// </summary>
-    private bool EnterWaiters()
+    private void Unlink(LinkedListNode<Waiter> node)
     {
-        bool interrupted = false;
-        bool taken = false;
-        while (!taken)
-        {
-            try
-            {
-                Monitor.Enter(_waiters, ref taken);
-            }
-            catch (ThreadInterruptedException) when (!taken)
-            {
-                interrupted = true;
-            }
-        }
-
-        return interrupted;
-    }
-
-    /// <summary>Leaves the waiter lock and puts back an interrupt <see cref="EnterWaiters"/> swallowed, for the thread's next wait.</summary>
-    private void ExitWaiters(bool interrupted)
-    {
-        Monitor.Exit(_waiters);
-        if (interrupted)
-        {
-            Thread.CurrentThread.Interrupt();
-        }
-    }
-
-    private void Unlink(LinkedListNode<PoolWaiter<T>> node)
-    {
-        Debug.Assert(Monitor.IsEntered(_waiters));
+        Debug.Assert(_waitersLock.IsHeldByCurrentThread);
         _waiters.Remove(node);
         Interlocked.Decrement(ref _waiterCount);
         _storage.ExitForeign();
+    }
+
+    /// <summary>One taker waiting for an exhausted pool, queued first-come first-served.</summary>
+    /// <remarks>
+    /// The result is either a slot handed over by a release, or <see langword="null"/>: a grant of one
+    /// unit of the cap, with which the waiter creates the object itself (so no object is ever
+    /// constructed under the waiter lock). The pool completes a waiter only under that lock and only
+    /// together with unlinking <see cref="Node"/>, so a waiter is in the queue if and only if it is
+    /// not completed. Continuations run asynchronously, never inline under the lock.
+    /// </remarks>
+    private sealed class Waiter : TaskCompletionSource<PoolSlot<T>?>
+    {
+        public Waiter(Pool<T> pool)
+            : base(TaskCreationOptions.RunContinuationsAsynchronously)
+        {
+            Pool = pool;
+            Node = new LinkedListNode<Waiter>(this);
+        }
+
+        public Pool<T> Pool { get; }
+
+        public LinkedListNode<Waiter> Node { get; }
     }
 }

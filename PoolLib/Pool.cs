@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -26,7 +27,8 @@ namespace PoolLib;
 /// <para>
 /// Capacity never leaks: an object whose construction, slot hand-over or clean-up throws is
 /// discarded (disposed if it is <see cref="IDisposable"/>), its place under the cap is given back,
-/// and the exception reaches the caller.
+/// and the exception reaches the caller. An interrupt (<see cref="Thread.Interrupt"/>) ends only a
+/// wait for an object; it never stops the pool halfway through storing, creating or discarding one.
 /// </para>
 /// <para>
 /// After <see cref="Dispose()"/>, takes throw <see cref="ObjectDisposedException"/>, waiters are
@@ -37,7 +39,6 @@ public abstract partial class Pool<T> : IDisposable where T : class
 {
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotStorage<T> _storage = new();
-    private readonly ReleaserBias _releaserBias = new();
 
     // 1 once Dispose has started; makes Dispose run once.
     private int _disposeStarted;
@@ -71,9 +72,6 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// the read could otherwise be counted twice).
     /// </remarks>
     public int AvailableCount => Math.Min(_storage.Count, TotalCount);
-
-    /// <summary>Gets whether a second thread has released to this pool, so every release uses the interlocked guard; for tests.</summary>
-    internal bool IsReleaserBiasRevoked => _releaserBias.IsRevoked;
 
     /// <summary>Gets how many slots storage holds, uncapped; for tests that check nothing is stored twice.</summary>
     internal int StoredCount => _storage.Count;
@@ -173,8 +171,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
             ThrowForeignSlot(nameof(slot));
         }
 
-        int threadId = Environment.CurrentManagedThreadId;
-        if (!TryBeginReturn(slot, threadId))
+        if (!slot.TryBeginReturn())
         {
             ThrowSlotAlreadyReturned();
         }
@@ -189,30 +186,13 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             CleanUp(slot.Object);
         }
-        catch
+        catch (Exception failure)
         {
-            Discard(slot);
+            DiscardAfterFailure(slot, failure);
             throw;
         }
 
-        Store(slot, threadId);
-    }
-
-    /// <summary>Claims the right to return a slot: of any number of releases of one rental, exactly one wins it.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private bool TryBeginReturn(PoolSlot<T> slot, int threadId)
-    {
-        // While the caller is the only thread that has released to this pool, no interlocked claim
-        // of the same slot can run until this bracket ends: another thread's release first revokes
-        // the bias, which waits for the bracket (see ReleaserBias). So plain reads and writes pick the winner.
-        if (_releaserBias.TryEnter(threadId))
-        {
-            bool won = slot.TryBeginReturnUncontended();
-            _releaserBias.Exit();
-            return won;
-        }
-
-        return slot.TryBeginReturn();
+        Store(slot);
     }
 
     /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
@@ -284,11 +264,23 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// idle objects that are <see cref="IDisposable"/>, and from then on disposes released objects
     /// instead of storing them. Calling it again does nothing.
     /// </summary>
-    /// <remarks>Safe to call concurrently with any other member; rented objects stay usable until released.</remarks>
+    /// <exception cref="AggregateException">Several idle objects threw from their <see cref="IDisposable.Dispose"/>; it holds their exceptions.</exception>
+    /// <remarks>
+    /// Safe to call concurrently with any other member; rented objects stay usable until released.
+    /// Every idle object is disposed exactly once even when some throw; then the one exception is
+    /// rethrown as it is, or several together in an <see cref="AggregateException"/>. The pool is
+    /// disposed either way.
+    /// </remarks>
     public void Dispose()
     {
-        Dispose(disposing: true);
-        GC.SuppressFinalize(this);
+        try
+        {
+            Dispose(disposing: true);
+        }
+        finally
+        {
+            GC.SuppressFinalize(this);
+        }
     }
 
     /// <summary>Releases the pool's resources; override to release a subclass's own, calling the base.</summary>
@@ -359,9 +351,8 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// </summary>
     /// <remarks>
     /// Why only for the attempt: while the gate is closed every owner leaves its cache alone, so a
-    /// taker that stayed inside while it spun would push every thread onto the shared stack (in an
-    /// exhausted pool with 25 threads on 2 cores, 30 ns a pair against 8 to 14 with short entries).
-    /// The taker skips busy caches: it will look again, or queue, and a waiter's look waits for them.
+    /// taker that stayed inside while it spun would push every thread onto the shared stack. The
+    /// taker skips busy caches: it will look again, or queue, and a waiter's look waits for them.
     /// </remarks>
     private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
@@ -402,9 +393,9 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             HoldSlotInObject(@object, slot);
         }
-        catch
+        catch (Exception failure)
         {
-            Discard(slot);
+            DiscardAfterFailure(slot, failure);
             throw;
         }
 
@@ -412,17 +403,14 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
-    private void Store(PoolSlot<T> slot) => Store(slot, Environment.CurrentManagedThreadId);
-
-    /// <summary>The same as <see cref="Store(PoolSlot{T})"/>, for a caller that has read its thread's managed id already.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Store(PoolSlot<T> slot, int threadId)
+    private void Store(PoolSlot<T> slot)
     {
         slot.MarkInPool();
 
         // Kept in the caller's own cache only while the gate is open, that is with no waiter and
         // before Dispose; a waiter or Dispose entering the gate later finds it there (see ForeignAccessGate).
-        if (!_storage.TryKeepOwn(slot, threadId))
+        if (!_storage.TryKeepOwn(slot, Environment.CurrentManagedThreadId))
         {
             StoreShared(slot);
         }
@@ -473,7 +461,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
     }
 
-    /// <summary>Disposes a slot's object and gives its place under the cap back.</summary>
+    /// <summary>Disposes a slot's object and gives its place under the cap back, even if the object's Dispose throws.</summary>
     private void Discard(PoolSlot<T> slot)
     {
         slot.MarkDiscarded();
@@ -488,12 +476,45 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
     }
 
-    /// <summary>Discards every stored slot; used once the pool is disposed, whose gate is then closed for good.</summary>
-    private void DiscardStored()
+    /// <summary>
+    /// Discards a slot whose object just failed in user code with <paramref name="failure"/>, which
+    /// the caller rethrows; if the object's Dispose throws too, both leave together instead.
+    /// </summary>
+    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure)
     {
-        while (_storage.TryTakeAny(out PoolSlot<T>? slot))
+        try
         {
             Discard(slot);
+        }
+        catch (Exception disposeFailure)
+        {
+            throw new AggregateException(failure, disposeFailure);
+        }
+    }
+
+    /// <summary>
+    /// Discards every stored slot; used once the pool is disposed, whose gate is then closed for good.
+    /// Every object is disposed even if some throw; then the one exception is rethrown as it is, or
+    /// several in an <see cref="AggregateException"/>.
+    /// </summary>
+    private void DiscardStored()
+    {
+        List<Exception>? failures = null;
+        while (_storage.TryTakeAny(out PoolSlot<T>? slot))
+        {
+            try
+            {
+                Discard(slot);
+            }
+            catch (Exception failure)
+            {
+                (failures ??= []).Add(failure);
+            }
+        }
+
+        if (failures is not null)
+        {
+            ThrowDisposeFailures(failures);
         }
     }
 
@@ -518,6 +539,17 @@ public abstract partial class Pool<T> : IDisposable where T : class
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private void ThrowDisposed() => throw new ObjectDisposedException(GetType().FullName);
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowDisposeFailures(List<Exception> failures)
+    {
+        if (failures.Count == 1)
+        {
+            ExceptionDispatchInfo.Throw(failures[0]);
+        }
+
+        throw new AggregateException(failures);
+    }
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowForeignSlot(string paramName) =>

@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using PoolLib.Internal;
 
 namespace PoolLib;
 
@@ -24,9 +23,7 @@ namespace PoolLib;
 public sealed class PoolSlot<T> : IDisposable where T : class
 {
     // The slot's life: Rented -> Returning -> InPool -> Rented ... and, once, -> Discarded.
-    // Rented -> Returning is a CAS, so only one releaser can win; or, for the only thread that has
-    // released to the pool, a plain check and write that no CAS can overlap (see ReleaserBias).
-    // Every other transition is made by the one thread that owns the slot at that moment (the
+    // Rented -> Returning is a CAS, so only one releaser can win. Every other transition is made by the one thread that owns the slot at that moment (the
     // winner of Rented -> Returning, or the thread that popped the slot from storage), so a plain
     // volatile write is enough for them.
     private const int Rented = 0;
@@ -67,22 +64,6 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 
     /// <summary>Claims the right to return the slot; only one caller can win it per rental.</summary>
     internal bool TryBeginReturn() => Interlocked.CompareExchange(ref _state, Returning, Rented) == Rented;
-
-    /// <summary>
-    /// Claims the right to return the slot with plain reads and writes; only for the pool's biased
-    /// releaser inside its bracket (see <see cref="ReleaserBias"/>), during which no interlocked
-    /// claim of the same slot can run.
-    /// </summary>
-    internal bool TryBeginReturnUncontended()
-    {
-        if (_state != Rented)
-        {
-            return false;
-        }
-
-        Volatile.Write(ref _state, Returning);
-        return true;
-    }
 
     /// <summary>Marks the slot stored; called by its returner just before making it visible to takers.</summary>
     internal void MarkInPool()

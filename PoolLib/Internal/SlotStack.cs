@@ -21,7 +21,8 @@ namespace PoolLib.Internal;
 /// <para>
 /// Slots are registered when their pool creates them and unregistered when it discards them; the
 /// registry maps indices to slots and recycles the indices of discarded slots. Registration is
-/// under a lock: it happens only when an object is created or discarded, never per take or release.
+/// under a lock: it happens only when an object is created or discarded, never per take or release,
+/// and the lock is an <see cref="UninterruptibleLock"/>, so an interrupt cannot leave a slot half registered.
 /// </para>
 /// <para>
 /// Count: each slot records its depth (how many slots it is on top of, plus one) when it is pushed,
@@ -50,13 +51,16 @@ internal sealed class SlotStack<T> where T : class
     // here before its first push, the head it reads through publishes the entry.
     private PoolSlot<T>?[] _registry = new PoolSlot<T>?[InitialRegistrySize];
     private readonly Stack<int> _freeIndices = new();
-    private readonly Lock _registryLock = new();
+    private readonly UninterruptibleLock _registryLock = new();
     private int _registered;
+
+    /// <summary>Gets the lock that guards the registry; for tests that contend it.</summary>
+    public UninterruptibleLock RegistryLock => _registryLock;
 
     /// <summary>Gives a new slot an index, so it can be linked; call once, before its first push.</summary>
     public void Register(PoolSlot<T> slot)
     {
-        lock (_registryLock)
+        using (_registryLock.EnterScope())
         {
             int index = _freeIndices.Count > 0 ? _freeIndices.Pop() : _registered++;
             PoolSlot<T>?[] registry = _registry;
@@ -75,7 +79,7 @@ internal sealed class SlotStack<T> where T : class
     /// <summary>Frees a discarded slot's index for reuse; the slot must not be in the stack.</summary>
     public void Unregister(PoolSlot<T> slot)
     {
-        lock (_registryLock)
+        using (_registryLock.EnterScope())
         {
             Debug.Assert(ReferenceEquals(_registry[slot.StackIndex], slot));
             _registry[slot.StackIndex] = null;

@@ -19,11 +19,11 @@ namespace PoolLib.Internal;
 /// the slots themselves.
 /// </para>
 /// <para>
-/// Batches: a pop from the stack moves a few more slots into the taker's cache with the same swap,
-/// and a push from a full cache takes the whole cache with it, so a thread that takes many objects
-/// and then returns them all pays about one swap on the shared head per cache-full of objects
-/// instead of one per object. Only a thread that both takes from the stack and pushes onto it
-/// moves batches (see <see cref="ThreadSlotCache"/>).
+/// Batches: a pop from the stack may move a few more slots into the taker's cache with the same
+/// swap, and a push from a full cache may take the whole cache with it, so a thread that takes many
+/// objects and then returns them all pays about one swap on the shared head per cache-full of
+/// objects instead of one per object. When to batch, and how much, is the cache's policy
+/// (see <see cref="ThreadSlotCache"/>); this type only moves the slots.
 /// </para>
 /// <para>
 /// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
@@ -49,7 +49,7 @@ internal sealed class SlotStorage<T> where T : class
     // copies every entry. Written under _cachesLock, read without it (Volatile.Read by thieves;
     // an owner may read a stale table, which still holds its own cache if it had one).
     private ThreadSlotCache?[] _caches = new ThreadSlotCache?[16];
-    private readonly Lock _cachesLock = new();
+    private readonly UninterruptibleLock _cachesLock = new();
 
     private readonly ForeignAccessGate _gate = new();
     private readonly SlotStack<T> _stack = new();
@@ -80,6 +80,12 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>Gets whether the gate is closed (some thread is inside it); for tests that check nothing is left behind.</summary>
     public bool IsGateClosed => _gate.IsClosed;
+
+    /// <summary>Gets the lock that guards the cache table; for tests that contend it.</summary>
+    public UninterruptibleLock CacheTableLock => _cachesLock;
+
+    /// <summary>Gets the lock that guards the stack's slot registry; for tests that contend it.</summary>
+    public UninterruptibleLock RegistryLock => _stack.RegistryLock;
 
     /// <summary>Registers the caller as a thread that may take from other threads' caches; see <see cref="ForeignAccessGate"/>.</summary>
     public void EnterForeign() => _gate.Enter();
@@ -116,17 +122,15 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>
-    /// Stores a slot the caller owns and has marked in-pool on the shared stack; if the calling
-    /// thread's cache is full and the thread has drawn on the stack, the whole cache goes with it in
-    /// the same swap (see <see cref="ThreadSlotCache.TryDrainOwn"/>). Each slot
-    /// pushed earns the thread a refill credit.
+    /// Stores a slot the caller owns and has marked in-pool on the shared stack, with the calling
+    /// thread's whole cache in the same swap if the cache's policy says so (see <see cref="ThreadSlotCache.TryDrainOwn"/>).
     /// </summary>
     public void PushShared(PoolSlot<T> slot)
     {
         Debug.Assert(slot.IsInPool);
 
         ThreadSlotCache? cache = OwnCache();
-        ThreadSlotCacheEntries drained = default;
+        ThreadSlotCache.Entries drained = default;
         int count = cache?.TryDrainOwn(drained, _gate) ?? 0;
         if (count != 0)
         {
@@ -137,13 +141,13 @@ internal sealed class SlotStorage<T> where T : class
             _stack.Push(slot);
         }
 
-        cache?.NoteSharedPush(count + 1);
+        cache?.OnSharedPush(count + 1);
     }
 
     /// <summary>
-    /// Takes the newest slot on the shared stack and, if the calling thread has a refill credit,
-    /// moves a few more with the same swap (as many as its cache has room for, less one, and never
-    /// more than half the stack) into that cache, so that the thread's next takes are plain reads and writes.
+    /// Takes the newest slot on the shared stack and, as the calling thread's cache allows
+    /// (<see cref="ThreadSlotCache.RefillLimit"/>, and never more than half the stack), moves a few
+    /// more into that cache with the same swap, so that the thread's next takes are plain reads and writes.
     /// </summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="pushedBack">
@@ -162,30 +166,22 @@ internal sealed class SlotStorage<T> where T : class
         pushedBack = false;
         ThreadSlotCache? cache = OwnCache();
 
-        // One fewer than the cache has room for, so that the slot taken fits when it comes back:
-        // a refill that filled the cache would make that release drain it, and a thread renting
-        // one object at a time would then pop and push a batch on every pair.
-        // Only for a thread that pushes onto the stack too (see ThreadSlotCache, Batches).
-        int maxCount = cache is not null && cache.Room > 1 && cache.HasRefillCredit ? cache.Room : 1;
-        slot = _stack.PopBatch(maxCount, out int count);
+        slot = _stack.PopBatch(cache?.RefillLimit ?? 1, out int count);
         if (slot is null)
         {
             return false;
         }
 
-        cache?.NoteSharedTake(count);
+        cache?.OnSharedTake(count);
         if (count == 1)
         {
             return true;
         }
 
         Debug.Assert(cache is not null, "Only a thread with a cache takes more than one.");
-        cache.SpendRefillCredit();
 
-        // Kept in the order they were popped, so the owner's next take gets the deepest of them, not
-        // the most recently stored: keeping them the other way round needs a copy of the batch
-        // first, which measured 0.5 ns a pair slower in a one-thread long rental (19.3-19.5 against
-        // 18.7-19.2), where no object is touched and warmth cannot pay it back.
+        // Kept in the order they were popped, so the owner's next take gets the deepest of them:
+        // the other order needs a copy of the batch first, which costs more than warmth pays back.
         PoolSlot<T> moved = _stack.NextPopped(slot);
         for (int i = 1; i < count; i++)
         {
@@ -229,7 +225,7 @@ internal sealed class SlotStorage<T> where T : class
 
         foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            if (cache?.Steal(waitForOwners) is { } taken)
+            if (cache?.Steal(_gate, waitForOwners) is { } taken)
             {
                 slot = Unsafe.As<PoolSlot<T>>(taken);
                 return true;
@@ -265,7 +261,7 @@ internal sealed class SlotStorage<T> where T : class
             return null;
         }
 
-        lock (_cachesLock)
+        using (_cachesLock.EnterScope())
         {
             ThreadSlotCache?[] caches = _caches;
             if (threadId >= caches.Length)

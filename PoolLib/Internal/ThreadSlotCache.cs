@@ -6,45 +6,38 @@ namespace PoolLib.Internal;
 
 /// <summary>
 /// A few idle slots kept by one thread for itself, so that a thread that takes and returns touches
-/// only memory it owns, with no interlocked operation. Other threads may take from it through a
-/// <see cref="ForeignAccessGate"/>.
+/// only memory it owns, with no interlocked operation. Other threads take from it only inside a
+/// <see cref="ForeignAccessGate"/>. It also holds the thread's batch policy with the shared stack.
 /// </summary>
 /// <remarks>
 /// <para>
 /// Ownership: one cache per pool per managed thread id. Only the thread with that id (the owner)
-/// adds entries or moves <see cref="_top"/>. A thread's id is reused only after the thread is
-/// gone, so there is never more than one owner at a time.
+/// adds entries or moves <see cref="_top"/>. A thread's id is reused only after the thread is gone,
+/// so there is never more than one owner at a time.
 /// </para>
 /// <para>
 /// Invariants. (1) An entry holds <see langword="null"/> or a slot that is in the pool, and a slot
-/// is in at most one entry, and then not in the shared stack. (2) The owner reads and writes the
-/// entries plainly only between setting and clearing <see cref="_busy"/>, and only after reading
-/// the gate open in between. (3) A foreigner touches entries only inside the gate, after seeing
-/// <see cref="_busy"/> clear (it waits for that, or leaves the cache alone), and only by
-/// <see cref="Interlocked.Exchange{T}(ref T, T)"/> with <see langword="null"/>, so of any number of
-/// foreigners exactly one gets each slot. By the gate's handshake, (2) and (3) never overlap in
-/// time on one cache.
+/// is in at most one entry, and then not in the shared stack. (2) The owner touches the entries
+/// plainly only inside an owner access of the gate, guarded by <see cref="_busy"/>. (3) A foreigner
+/// touches entries only inside the gate, after the gate has seen the owner out of its plain
+/// operation, and only by <see cref="Interlocked.Exchange{T}(ref T, T)"/> with <see langword="null"/>,
+/// so of any number of foreigners exactly one gets each slot. By the gate's handshake, (2) and (3)
+/// never overlap in time on one cache.
 /// </para>
 /// <para>
-/// <see cref="_top"/> falls only when the owner takes (or empties its full cache, see Batches
-/// below), never when a foreigner empties an entry. So a thread that only returns (one that hands
-/// objects back for takers on other threads, like the UDP server's replier) stops keeping after
-/// <see cref="Capacity"/> returns, and from then on its returns go where those takers look first,
-/// the shared stack, instead of waiting to be stolen.
+/// <see cref="_top"/> falls only when the owner takes or drains, never when a foreigner empties an
+/// entry. So a thread that only returns (one that hands objects back for takers on other threads)
+/// stops keeping after <see cref="Capacity"/> returns, and its later returns go where those takers
+/// look first, the shared stack, instead of waiting to be stolen.
 /// </para>
 /// <para>
-/// Batches: a take from the shared stack may bring a few more slots into the cache with the same
-/// swap (spending a refill credit), and a release that finds the cache full may push the whole
-/// cache with it in one swap (spending a push credit, <see cref="TryDrainOwn"/>), which also lowers
-/// <see cref="_top"/>. Each slot taken from the stack earns a push credit
-/// (<see cref="NoteSharedTake"/>), and each slot pushed onto it a refill credit
-/// (<see cref="NoteSharedPush"/>). So batches flow only for a thread that has done both, like one
-/// that takes many objects and then returns them all: a thread that has only returned keeps the
-/// limit above, and one that has only taken (like the threads that run a server's receive loop,
-/// whose objects are returned elsewhere) takes one at a time instead of parking slots in its cache
-/// while other threads run short. The credits count a thread's whole history (up to a bound), not
-/// only its recent past, so a thread-pool thread that changes roles may batch for a while in its
-/// new one.
+/// Batches with the shared stack, all decided here: each slot the owner takes from the stack earns
+/// a push credit, each slot it pushes earns a refill credit. A take from the stack may bring up to
+/// <see cref="RefillLimit"/> slots at once, spending a refill credit; a release that finds the cache
+/// full may push the whole cache with it (<see cref="TryDrainOwn"/>), spending a push credit. So
+/// batches flow only for a thread that does both (one that takes many objects, then returns them
+/// all); a thread that only takes, like a server's receive loop, takes one at a time instead of
+/// parking slots in its cache while other threads run short.
 /// </para>
 /// <para>
 /// Layout: the fields sit in the middle of a 256-byte object, so no two threads' caches share a
@@ -55,7 +48,7 @@ namespace PoolLib.Internal;
 internal sealed class ThreadSlotCache
 {
     /// <summary>How many idle slots one thread keeps for itself.</summary>
-    public const int Capacity = ThreadSlotCacheEntries.Length;
+    public const int Capacity = 8;
 
     // Bounds the credits, so a thread that only takes, or only returns, cannot overflow them.
     private const int MaxCredits = 1 << 20;
@@ -77,7 +70,7 @@ internal sealed class ThreadSlotCache
     private int _refillCredits;
 
     [FieldOffset(80)]
-    private ThreadSlotCacheEntries _entries;
+    private Entries _entries;
 
     /// <summary>Gets how many entries hold a slot: exact when nobody is taking or storing, otherwise a snapshot.</summary>
     public int Count
@@ -97,13 +90,21 @@ internal sealed class ThreadSlotCache
         }
     }
 
+    /// <summary>
+    /// Owner only: gets how many slots a take from the shared stack should bring, the one it hands
+    /// out included. More than one only with a refill credit, and then one fewer than the cache has
+    /// room for, so that the slot handed out still fits when it comes back (a refill to the brim would
+    /// make that release drain the cache, and a thread renting one object at a time would move a
+    /// batch each way on every pair).
+    /// </summary>
+    public int RefillLimit => _refillCredits != 0 && Capacity - _top > 1 ? Capacity - _top : 1;
+
     /// <summary>Owner only: takes the newest slot it kept, unless the gate is closed or it kept none.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public object? TryTakeOwn(ForeignAccessGate gate)
     {
         object? taken = null;
-        Volatile.Write(ref _busy, 1);
-        if (!gate.IsClosed)
+        if (gate.TryBeginOwnerAccess(ref _busy))
         {
             int top = _top;
             while (top > 0)
@@ -118,9 +119,9 @@ internal sealed class ThreadSlotCache
             }
 
             _top = top;
+            ForeignAccessGate.EndOwnerAccess(ref _busy);
         }
 
-        Volatile.Write(ref _busy, 0);
         return taken;
     }
 
@@ -131,101 +132,74 @@ internal sealed class ThreadSlotCache
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryKeepOwn(object slot, ForeignAccessGate gate)
     {
-        bool kept = false;
-        Volatile.Write(ref _busy, 1);
         int top = _top;
-        if (top < Capacity && !gate.IsClosed)
+        if (top == Capacity || !gate.TryBeginOwnerAccess(ref _busy))
         {
-            _entries[top] = slot;
-            _top = top + 1;
-            kept = true;
+            return false;
         }
 
-        Volatile.Write(ref _busy, 0);
-        return kept;
+        _entries[top] = slot;
+        _top = top + 1;
+        ForeignAccessGate.EndOwnerAccess(ref _busy);
+        return true;
     }
 
-    /// <summary>Owner only: gets how many more slots <see cref="TryKeepOwn"/> would keep if the gate stays open.</summary>
-    public int Room => Capacity - _top;
-
-    /// <summary>Owner only: notes that the owner took <paramref name="count"/> slots from the shared stack, which earns it as many batch pushes (see <see cref="TryDrainOwn"/>).</summary>
-    public void NoteSharedTake(int count) => _pushCredits = Math.Min(MaxCredits, _pushCredits + count);
-
-    /// <summary>Owner only: notes that the owner pushed <paramref name="count"/> slots onto the shared stack, which earns it as many batch takes (see <see cref="SpendRefillCredit"/>).</summary>
-    public void NoteSharedPush(int count) => _refillCredits = Math.Min(MaxCredits, _refillCredits + count);
-
-    /// <summary>Owner only: gets whether the owner may take a batch from the shared stack into its cache.</summary>
-    public bool HasRefillCredit => _refillCredits != 0;
-
-    /// <summary>Owner only: spends a refill credit on a take from the shared stack that brought more slots into the cache.</summary>
-    public void SpendRefillCredit()
+    /// <summary>Owner only: records a take of <paramref name="count"/> slots from the shared stack, and spends a refill credit if it was a batch.</summary>
+    public void OnSharedTake(int count)
     {
-        Debug.Assert(_refillCredits != 0);
-        _refillCredits--;
+        _pushCredits = Math.Min(MaxCredits, _pushCredits + count);
+        if (count > 1)
+        {
+            Debug.Assert(_refillCredits != 0, "A batch take needs a refill credit (see RefillLimit).");
+            _refillCredits--;
+        }
     }
+
+    /// <summary>Owner only: records a push of <paramref name="count"/> slots onto the shared stack.</summary>
+    public void OnSharedPush(int count) => _refillCredits = Math.Min(MaxCredits, _refillCredits + count);
 
     /// <summary>
-    /// Owner only: empties a full cache into <paramref name="into"/>, oldest first, for the caller
-    /// to push with the slot it could not keep, and spends a push credit. Does nothing, and returns 0,
-    /// unless the gate is open, the cache is full (<see cref="_top"/> at <see cref="Capacity"/>) and
-    /// the owner has a credit.
+    /// Owner only: empties a full cache into <paramref name="into"/>, oldest first, for the caller to
+    /// push with the slot it could not keep, spending a push credit. Does nothing, and returns 0,
+    /// unless the cache is full, the owner has a push credit and the gate is open.
     /// </summary>
     /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
-    /// <remarks>
-    /// Why the whole cache: keeping the newest two would spare a thread that returns a little more
-    /// than it takes from emptying its cache and refilling it every few operations, but it made a
-    /// one-thread long rental 1 ns a pair slower (20.2-20.5 ns against 19.2-19.5), and the full run
-    /// of that variant had 25 workers at capacity 1,024 at 104 ns a pair against 25-34 in the runs
-    /// before it (on a machine whose timings drift; not confirmed).
-    /// </remarks>
+    /// <remarks>The whole cache, not part of it: keeping some back made the common long-rental loop slower.</remarks>
     public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
     {
-        // Both are the owner's own fields: no need to be busy to read them.
-        if (_top != Capacity || _pushCredits == 0)
+        if (_top != Capacity || _pushCredits == 0 || !gate.TryBeginOwnerAccess(ref _busy))
         {
             return 0;
         }
 
         int count = 0;
-        Volatile.Write(ref _busy, 1);
-        if (!gate.IsClosed)
+        for (int i = 0; i < Capacity; i++)
         {
-            for (int i = 0; i < Capacity; i++)
+            if (_entries[i] is { } kept)
             {
-                if (_entries[i] is { } kept)
-                {
-                    into[count++] = kept;
-                    _entries[i] = null;
-                }
+                into[count++] = kept;
+                _entries[i] = null;
             }
-
-            _top = 0;
-            _pushCredits--;
         }
 
-        Volatile.Write(ref _busy, 0);
+        _top = 0;
+        _pushCredits--;
+        ForeignAccessGate.EndOwnerAccess(ref _busy);
         return count;
     }
 
     /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
+    /// <param name="gate">The gate the caller is inside.</param>
     /// <param name="waitForOwner">
     /// Whether to wait for an owner in the middle of a plain operation, so as to see a slot it is
-    /// keeping right now. A waiter's first look and Dispose must (nothing else will find that slot
-    /// for them); an opportunistic taker skips a busy cache instead.
+    /// keeping right now. A waiter's look and Dispose must (nothing else will find that slot for
+    /// them); an opportunistic taker skips a busy cache instead.
     /// </param>
-    public object? Steal(bool waitForOwner = true)
+    public object? Steal(ForeignAccessGate gate, bool waitForOwner = true)
     {
-        // The owner may have read the gate open just before it closed; let it finish (invariant 2),
-        // or leave this cache alone: touching its entries while it is busy is never allowed.
-        var backoff = new RetryBackoff();
-        while (Volatile.Read(ref _busy) != 0)
+        if (!gate.TryWaitForOwner(ref _busy, waitForOwner))
         {
-            if (!waitForOwner)
-            {
-                return null;
-            }
-
-            backoff.Wait();
+            return null;
         }
 
         for (int i = Capacity - 1; i >= 0; i--)
@@ -238,5 +212,12 @@ internal sealed class ThreadSlotCache
         }
 
         return null;
+    }
+
+    /// <summary>A cache's entries, inline in it: no separate array to reach.</summary>
+    [InlineArray(Capacity)]
+    internal struct Entries
+    {
+        private object? _first;
     }
 }
