@@ -25,6 +25,22 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
+    // Pre-warmed objects go to the shared stack: another thread takes them without entering the gate,
+    // so without a process-wide barrier.
+    [Test]
+    public void TryAllocatePush_ThenTakesOnAnotherThread_NeedNoProcessWideBarrier()
+    {
+        using var pool = new TrackedPool(ThreadSlotCache.Capacity);
+        pool.Prewarm(ThreadSlotCache.Capacity);
+        long barriersBefore = ForeignAccessGate.ProcessWideBarriers;
+
+        PoolSlot<TrackedObject>[] taken = OnOwnThread(() => Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot()).ToArray());
+
+        Assert.That(ForeignAccessGate.ProcessWideBarriers - barriersBefore, Is.Zero);
+        Assert.That(taken.Select(s => s.Object), Is.EquivalentTo(pool.Created));
+        AssertCounts(pool, total: ThreadSlotCache.Capacity, available: 0);
+    }
+
     [Test]
     public void TryTakeSlot_ExhaustedButObjectKeptByAnotherThread_TakesIt()
     {

@@ -219,6 +219,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
     /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>The object goes where every thread looks, not into the calling thread's own cache.</remarks>
     protected bool TryAllocatePush()
     {
         ThrowIfDisposed();
@@ -227,8 +228,11 @@ public abstract partial class Pool<T> : IDisposable where T : class
             return false;
         }
 
+        // Pre-warmed objects are for whichever threads take first; kept in the calling thread's cache
+        // (often a constructor's), every other thread would have to steal them through the gate.
         PoolSlot<T> slot = CreateSlot();
-        Store(slot);
+        slot.MarkInPool();
+        StoreShared(slot);
         return true;
     }
 
