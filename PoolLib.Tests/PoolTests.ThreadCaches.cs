@@ -41,6 +41,27 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: ThreadSlotCache.Capacity, available: 0);
     }
 
+    // A steal empties the whole cache it finds, one slot for the thief and the rest onto the shared
+    // stack, so taking everything another thread kept costs one process-wide barrier, not one each.
+    [Test]
+    public void TakeSlot_ObjectsKeptByAThreadThatEnded_AllTakenWithOneProcessWideBarrier()
+    {
+        using var pool = new TrackedPool(ThreadSlotCache.Capacity);
+        PoolSlot<TrackedObject>[] kept = OnOwnThread(() =>
+        {
+            PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot())];
+            ReleaseAll(pool, slots);
+            return slots;
+        });
+        long barriersBefore = ForeignAccessGate.ProcessWideBarriers;
+
+        PoolSlot<TrackedObject>[] taken = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot())];
+
+        Assert.That(ForeignAccessGate.ProcessWideBarriers - barriersBefore, Is.EqualTo(1));
+        Assert.That(taken, Is.EquivalentTo(kept));
+        Assert.That(pool.CreatedCount, Is.EqualTo(ThreadSlotCache.Capacity));
+    }
+
     [Test]
     public void TryTakeSlot_ExhaustedButObjectKeptByAnotherThread_TakesIt()
     {

@@ -54,8 +54,9 @@ public sealed class ThreadSlotCacheTests
             kept.Add(cache.TryKeepOwn(new object(), gate));
 
             // Emptied by a thief each time: the refusal comes from the returns, not from what it holds.
+            var stolen = new ThreadSlotCache.Entries();
             gate.Enter();
-            cache.Steal(gate);
+            cache.StealAll(gate, stolen);
             gate.Exit();
         }
 
@@ -188,7 +189,7 @@ public sealed class ThreadSlotCacheTests
     }
 
     [Test]
-    public void Steal_TakesEachKeptObjectOnce()
+    public void StealAll_TakesEveryKeptObjectOnceNewestFirst()
     {
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
@@ -198,16 +199,14 @@ public sealed class ThreadSlotCacheTests
             cache.TryKeepOwn(item, gate);
         }
 
-        var stolen = new List<object>();
+        var stolen = new ThreadSlotCache.Entries();
         gate.Enter();
-        while (cache.Steal(gate) is { } item)
-        {
-            stolen.Add(item);
-        }
-
+        int count = cache.StealAll(gate, stolen);
+        int again = cache.StealAll(gate, stolen);
         gate.Exit();
 
-        Assert.That(stolen, Is.EquivalentTo(kept));
+        Assert.That(((ReadOnlySpan<object?>)stolen)[..count].ToArray(), Is.EqualTo(kept.Reverse()));
+        Assert.That(again, Is.Zero);
         Assert.That(cache.TryTakeOwn(gate), Is.Null, "the owner finds nothing after a theft");
     }
 
@@ -335,11 +334,13 @@ public sealed class ThreadSlotCacheTests
                     continue;
                 }
 
+                var stolen = new ThreadSlotCache.Entries();
                 gate.Enter();
-                var item = (TrackedObject?)cache.Steal(gate);
+                int count = cache.StealAll(gate, stolen);
                 gate.Exit();
-                if (item is not null)
+                for (int i = 0; i < count; i++)
                 {
+                    var item = (TrackedObject)stolen[i]!;
                     Interlocked.Increment(ref thefts);
                     Hold(item, holder);
                     overflow.Enqueue(item);
@@ -354,13 +355,11 @@ public sealed class ThreadSlotCacheTests
         Assert.That(thefts, Is.GreaterThanOrEqualTo(MinimumThefts), "the thieves took from the cache");
         Assert.That(drains, Is.GreaterThanOrEqualTo(MinimumDrains), "the owner drained its full cache");
         var left = new List<TrackedObject>(overflow);
+        var rest = new ThreadSlotCache.Entries();
         gate.Enter();
-        while (cache.Steal(gate) is TrackedObject item)
-        {
-            left.Add(item);
-        }
-
+        int restCount = cache.StealAll(gate, rest);
         gate.Exit();
+        left.AddRange(((ReadOnlySpan<object?>)rest)[..restCount].ToArray().Cast<TrackedObject>());
         Assert.That(left, Is.EquivalentTo(objects), "every object ends up in exactly one place");
     }
 }

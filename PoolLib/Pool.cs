@@ -327,7 +327,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         ThrowIfDisposed();
         if (Volatile.Read(ref _waiterCount) == 0)
         {
-            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || TrySteal(out slot))
+            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || TrySteal(out slot, out pushedBack))
             {
                 slot.MarkRented();
                 if (pushedBack)
@@ -350,26 +350,27 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>
-    /// Takes a slot another thread (or this one) kept in its cache, entering the gate only for the
-    /// attempt and only if some cache looks non-empty.
+    /// Takes a slot another thread (or this one) kept in its cache, and moves the rest of that cache
+    /// onto the shared stack, entering the gate only for the attempt and only if some cache looks non-empty.
     /// </summary>
     /// <remarks>
     /// Why only for the attempt: while the gate is closed every owner leaves its cache alone, so a
     /// taker that stayed inside while it spun would push every thread onto the shared stack. The
     /// taker skips busy caches: it will look again, or queue, and a waiter's look waits for them.
     /// </remarks>
-    private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot)
+    private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
     {
         if (!_storage.MayHoldCached())
         {
             slot = null;
+            pushedBack = false;
             return false;
         }
 
         _storage.EnterForeign();
         try
         {
-            return _storage.TrySteal(out slot, waitForOwners: false);
+            return _storage.TrySteal(out slot, out pushedBack, waitForOwners: false);
         }
         finally
         {

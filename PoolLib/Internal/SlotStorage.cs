@@ -13,7 +13,7 @@ namespace PoolLib.Internal;
 /// Algorithm: a store first tries the calling thread's own cache, then pushes onto the stack
 /// (<see cref="PushShared"/>). A take first tries the caller's own cache (<see cref="TryTakeOwn"/>),
 /// then pops the stack (<see cref="TryPopSharedAndRefill"/>), then, inside the
-/// <see cref="ForeignAccessGate"/>, takes from any thread's cache (<see cref="TrySteal"/>). A thread
+/// <see cref="ForeignAccessGate"/>, empties any thread's cache (<see cref="TrySteal"/>). A thread
 /// that takes and returns works on its own cache with plain reads and writes (no interlocked
 /// operation, no shared cache line) and allocates nothing; neither does the stack, whose nodes are
 /// the slots themselves.
@@ -213,31 +213,57 @@ internal sealed class SlotStorage<T> where T : class
         return false;
     }
 
-    /// <summary>Takes a slot from any thread's cache, the caller's included. The caller must be inside the gate.</summary>
+    /// <summary>
+    /// Takes a slot from any thread's cache, the caller's included, and moves the rest of that cache
+    /// onto the shared stack. The caller must be inside the gate.
+    /// </summary>
     /// <param name="slot">The slot taken.</param>
+    /// <param name="pushedBack">
+    /// Whether other slots went onto the stack; the caller then owes what follows any push: serving
+    /// waiters, draining a disposed pool.
+    /// </param>
     /// <param name="waitForOwners">
     /// Whether to wait for owners in the middle of a plain operation on their cache; only a caller
-    /// that must not miss a slot being kept right now needs to (see <see cref="ThreadSlotCache.Steal"/>).
+    /// that must not miss a slot being kept right now needs to (see <see cref="ThreadSlotCache.StealAll"/>).
     /// </param>
-    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, bool waitForOwners = true)
+    /// <remarks>
+    /// Why the whole cache: every entry of the gate may cost a process-wide barrier, and a cache
+    /// whose owner does not take from it (it has ended, or it holds more than it needs) would
+    /// otherwise cost one for each slot in it. On the stack every taker finds them with a pop.
+    /// </remarks>
+    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack, bool waitForOwners = true)
     {
         Debug.Assert(_gate.IsClosed, "Only a thread inside the gate may take from others' caches.");
 
+        ThreadSlotCache.Entries stolen = default;
         foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
         {
-            if (cache?.Steal(_gate, waitForOwners) is { } taken)
+            int count = cache?.StealAll(_gate, stolen, waitForOwners) ?? 0;
+            if (count == 0)
             {
-                slot = Unsafe.As<PoolSlot<T>>(taken);
-                return true;
+                continue;
             }
+
+            slot = Unsafe.As<PoolSlot<T>>(stolen[0]!);
+            pushedBack = count > 1;
+            if (pushedBack)
+            {
+                _stack.PushBatch(((ReadOnlySpan<object?>)stolen)[2..count], Unsafe.As<PoolSlot<T>>(stolen[1]!));
+            }
+
+            return true;
         }
 
         slot = null;
+        pushedBack = false;
         return false;
     }
 
-    /// <summary>Takes any stored slot, the stack first; the caller must be inside the gate.</summary>
-    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot) || TrySteal(out slot);
+    /// <summary>
+    /// Takes any stored slot, the stack first; the caller must be inside the gate. A steal may move
+    /// other slots onto the stack: callers look again until they have what they need.
+    /// </summary>
+    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot) || TrySteal(out slot, out _);
 
     /// <summary>Gets the calling thread's cache, creating it if need be; <see langword="null"/> if its id is too high to have one.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]

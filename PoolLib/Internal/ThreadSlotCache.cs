@@ -188,30 +188,33 @@ internal sealed class ThreadSlotCache
         return count;
     }
 
-    /// <summary>Foreigner only, inside the gate: takes any slot this cache holds.</summary>
+    /// <summary>Foreigner only, inside the gate: empties this cache into <paramref name="into"/>, newest first.</summary>
     /// <param name="gate">The gate the caller is inside.</param>
+    /// <param name="into">Where the slots go; room for <see cref="Capacity"/>.</param>
     /// <param name="waitForOwner">
     /// Whether to wait for an owner in the middle of a plain operation, so as to see a slot it is
     /// keeping right now. A waiter's look and Dispose must (nothing else will find that slot for
     /// them); an opportunistic taker skips a busy cache instead.
     /// </param>
-    public object? Steal(ForeignAccessGate gate, bool waitForOwner = true)
+    /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
+    public int StealAll(ForeignAccessGate gate, Span<object?> into, bool waitForOwner = true)
     {
         if (!gate.TryWaitForOwner(ref _busy, waitForOwner))
         {
-            return null;
+            return 0;
         }
 
+        int count = 0;
         for (int i = Capacity - 1; i >= 0; i--)
         {
             ref object? entry = ref _entries[i];
             if (Volatile.Read(ref entry) is not null && Interlocked.Exchange(ref entry, null) is { } taken)
             {
-                return taken;
+                into[count++] = taken;
             }
         }
 
-        return null;
+        return count;
     }
 
     /// <summary>A cache's entries, inline in it: no separate array to reach.</summary>
