@@ -354,9 +354,9 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// onto the shared stack, entering the gate only for the attempt and only if some cache looks non-empty.
     /// </summary>
     /// <remarks>
-    /// Why only for the attempt: while the gate is closed every owner leaves its cache alone, so a
-    /// taker that stayed inside while it spun would push every thread onto the shared stack. The
-    /// taker skips busy caches: it will look again, or queue, and a waiter's look waits for them.
+    /// Only for the attempt: while the gate is closed every owner leaves its cache alone, which only
+    /// a taker that is short of an object should impose (see <see cref="TakeSlotSlow"/>). The taker
+    /// skips busy caches: it will look again, or queue, and a waiter's look waits for them.
     /// </remarks>
     private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
     {
