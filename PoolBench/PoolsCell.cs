@@ -23,10 +23,14 @@ internal sealed class PoolsCell(BenchReport report, Measurement measurement, Ren
         {
             var rentals = new RentalWorkers<TPool>(pool, pattern, workers, Held);
             Sample sample = measurement.RunCalibrated(16L * workers * Held, rentals.Run);
-            double? baseline = pool.Impl == OurPoolUnderTest.Name ? sample.MedianNs : oursNs;
+            bool ours = pool.Impl == OurPoolUnderTest.Name;
+            double? baseline = ours ? sample.MedianNs : oursNs;
+
+            // Only our pool runs the gate that counts barriers; a peer's 0 would read as measured.
+            double? barriers = ours ? sample.BarriersPer1kOps : null;
             return new PoolsResult(
                 pool.Impl, name, capacity, workers, Held, sample.MedianNs, sample.MinNs, sample.MaxNs,
-                sample.BytesPerOp, sample.Mops, sample.MedianNs / baseline, sample.OperationsPerIteration, sample.Iterations);
+                sample.BytesPerOp, barriers, sample.Mops, sample.MedianNs / baseline, sample.OperationsPerIteration, sample.Iterations);
         }
         catch (Exception e) when (e is TimeoutException or InvalidOperationException)
         {

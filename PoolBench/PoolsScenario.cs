@@ -21,7 +21,7 @@ internal sealed class PoolsScenario(BenchOptions options)
         {
             foreach (int capacity in s_capacities)
             {
-                var table = new MarkdownTable("workers", "impl", "held each", "ns/pair", "min–max", "Mpairs/s", "B/pair", "vs ours");
+                var table = new MarkdownTable("workers", "impl", "held each", "ns/pair", "min–max", "Mpairs/s", "B/pair", "barriers/1k pairs", "vs ours");
                 foreach (int workers in s_workers)
                 {
                     double? oursNs = null;
@@ -38,7 +38,7 @@ internal sealed class PoolsScenario(BenchOptions options)
                         };
                         if (result is null)
                         {
-                            table.Row(CellText.Count(workers), impl, CellText.Count(cell.Held), "FAILED", "", "", "", "");
+                            table.Row(CellText.Count(workers), impl, CellText.Count(cell.Held), "FAILED", "", "", "", "", "");
                             continue;
                         }
 
@@ -53,11 +53,14 @@ internal sealed class PoolsScenario(BenchOptions options)
                             CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
                             CellText.Number(result.Mops, 2),
                             CellText.Number(result.BytesPerOp, 2),
+                            CellText.Rate(result.BarriersPer1kPairs),
                             CellText.Ratio(result.RatioVsOurs));
                     }
                 }
 
-                table.Print($"pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+                table.Print(
+                    $"pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; barriers/1k pairs over all {measurement.Iterations}; " +
+                    $"vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
             }
         }
 
@@ -65,7 +68,20 @@ internal sealed class PoolsScenario(BenchOptions options)
         PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
         Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
         Console.WriteLine();
+        Console.WriteLine(
+            $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, exhausted: false))} in steady state (every cell but the exhausted ones), " +
+            $"{CellText.Rate(MaxBarriers(results, exhausted: true))} exhausted (short rental, more workers than capacity).");
+        Console.WriteLine();
     }
+
+    /// <summary>
+    /// The largest barriers per 1,000 pairs of ours among the exhausted cells (a short rental with
+    /// more workers than objects, so takers wait) or among all the others, the steady state.
+    /// </summary>
+    private static double? MaxBarriers(List<PoolsResult> results, bool exhausted) =>
+        results
+            .Where(r => r.Impl == OurPoolUnderTest.Name && (r.Pattern == Name(RentalPattern.Short) && r.Workers > r.Capacity) == exhausted)
+            .Max(r => r.BarriersPer1kPairs);
 
     /// <summary>Ours against each peer at 1 and 25 workers.</summary>
     private static MarkdownTable KeyRatios(List<PoolsResult> results)

@@ -1,11 +1,13 @@
 using System.Diagnostics;
+using PoolLib.Internal;
 
 namespace PoolBench;
 
 /// <summary>
 /// Runs take+return pairs on dedicated threads that start together. A <see cref="Barrier"/> holds
-/// the workers until all are ready; its post-phase actions read the clock and the process-wide
-/// allocation counter while every worker is parked, so thread start-up is outside the measurement.
+/// the workers until all are ready; its post-phase actions read the clock, the process-wide
+/// allocation counter and our pool library's count of process-wide memory barriers while every
+/// worker is parked, so thread start-up is outside the measurement.
 /// Every worker must finish all of its pairs within the timeout: a pool that loses a wake-up fails
 /// the run instead of hanging it. The class is generic over the pool's struct type, so its loop is
 /// compiled once for each implementation.
@@ -18,17 +20,19 @@ internal sealed class RentalWorkers<TPool>(TPool pool, RentalPattern pattern, in
     public RunResult Run(long pairs)
     {
         long rounds = Math.Max(1, pairs / workers / held);
-        long startAllocated = 0, endAllocated = 0, startStamp = 0, endStamp = 0;
+        long startAllocated = 0, endAllocated = 0, startStamp = 0, endStamp = 0, startBarriers = 0, endBarriers = 0;
         using var barrier = new Barrier(workers, b =>
         {
             if (b.CurrentPhaseNumber == 0)
             {
                 startAllocated = GC.GetTotalAllocatedBytes(true);
+                startBarriers = ForeignAccessGate.ProcessWideBarriers;
                 startStamp = Stopwatch.GetTimestamp();
             }
             else
             {
                 endStamp = Stopwatch.GetTimestamp();
+                endBarriers = ForeignAccessGate.ProcessWideBarriers;
                 endAllocated = GC.GetTotalAllocatedBytes(true);
             }
         });
@@ -65,7 +69,7 @@ internal sealed class RentalWorkers<TPool>(TPool pool, RentalPattern pattern, in
             throw new InvalidOperationException($"{pool.Impl}: workers completed {done} of {expected} pairs");
         }
 
-        return new RunResult(Stopwatch.GetElapsedTime(startStamp, endStamp), endAllocated - startAllocated, done);
+        return new RunResult(Stopwatch.GetElapsedTime(startStamp, endStamp), endAllocated - startAllocated, done, endBarriers - startBarriers);
     }
 
     private void Work(Barrier barrier, long rounds, ref long completed, ref Exception? failure)
