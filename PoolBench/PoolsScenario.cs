@@ -69,18 +69,32 @@ internal sealed class PoolsScenario(BenchOptions options)
         Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
         Console.WriteLine();
         Console.WriteLine(
-            $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, exhausted: false))} in steady state (every cell but the exhausted ones), " +
-            $"{CellText.Rate(MaxBarriers(results, exhausted: true))} exhausted (short rental, more workers than capacity).");
+            $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
+            $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
+            $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
         Console.WriteLine();
     }
 
-    /// <summary>
-    /// The largest barriers per 1,000 pairs of ours among the exhausted cells (a short rental with
-    /// more workers than objects, so takers wait) or among all the others, the steady state.
-    /// </summary>
-    private static double? MaxBarriers(List<PoolsResult> results, bool exhausted) =>
+    /// <summary>How many objects the workers of a cell want at once, against the capacity.</summary>
+    private enum Demand
+    {
+        Below,
+        Full,
+        Over,
+    }
+
+    private static Demand DemandOf(PoolsResult cell)
+    {
+        long wanted = (long)cell.Workers * cell.HeldPerWorker;
+        return wanted > cell.Capacity ? Demand.Over
+            : wanted == cell.Capacity && cell.Workers > 1 ? Demand.Full
+            : Demand.Below;
+    }
+
+    /// <summary>The largest barriers per 1,000 pairs of ours among the cells of one demand.</summary>
+    private static double? MaxBarriers(List<PoolsResult> results, Demand demand) =>
         results
-            .Where(r => r.Impl == OurPoolUnderTest.Name && (r.Pattern == Name(RentalPattern.Short) && r.Workers > r.Capacity) == exhausted)
+            .Where(r => r.Impl == OurPoolUnderTest.Name && DemandOf(r) == demand)
             .Max(r => r.BarriersPer1kPairs);
 
     /// <summary>Ours against each peer at 1 and 25 workers.</summary>
