@@ -7,9 +7,7 @@ namespace PoolLib;
 
 // The waiting half of Pool<T>: what a taker does when it finds the pool exhausted.
 //
-// Protocol. A blocking taker that finds nothing enters the storage's foreign-access gate before it
-// spins, and stays inside until it has an object or has queued; a waiter holds its own entry while
-// it is queued. Entering ends with every thread
+// Protocol. A waiter first enters the storage's foreign-access gate, which ends with every thread
 // either done with its own cache or certain to see the gate closed; it then joins the queue (under
 // _waitersLock, incrementing _waiterCount with an interlocked operation) and calls ServeWaiters
 // itself. While the gate is closed no release keeps a slot in its thread's cache: every release
@@ -71,25 +69,12 @@ public abstract partial class Pool<T>
             return null;
         }
 
-        // Short of an object from here on: the taker holds the gate closed while it spins and then
-        // waits, so releases go to the shared stack where it looks, and a whole shortage costs one
-        // process-wide barrier instead of one for each look into other threads' caches.
-        Waiter waiter;
-        _storage.EnterForeign();
-        try
+        if (TrySpinTake(out slot))
         {
-            if (TrySpinTake(out slot))
-            {
-                return slot;
-            }
-
-            waiter = Enqueue();
-        }
-        finally
-        {
-            _storage.ExitForeign();
+            return slot;
         }
 
+        Waiter waiter = Enqueue();
         bool completed;
         try
         {
@@ -130,7 +115,7 @@ public abstract partial class Pool<T>
     private bool TrySpinTake([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         // SpinWait sleeps now and then, so an interrupt may end the spin with ThreadInterruptedException,
-        // as it would any blocking take; only the caller's gate entry is held, and its caller exits it.
+        // as it would any blocking take; nothing is held between rounds, so nothing is left behind.
         var spinner = new SpinWait();
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {

@@ -354,9 +354,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// onto the shared stack, entering the gate only for the attempt and only if some cache looks non-empty.
     /// </summary>
     /// <remarks>
-    /// Only for the attempt: while the gate is closed every owner leaves its cache alone, which only
-    /// a taker that is short of an object should impose (see <see cref="TakeSlotSlow"/>). The taker
-    /// skips busy caches: it will look again, or queue, and a waiter's look waits for them.
+    /// Why only for the attempt: while the gate is closed every owner leaves its cache alone and
+    /// every release goes to the shared stack, which slows every thread; only a queued waiter holds
+    /// it longer. The taker skips busy caches: it will look again, or queue, and a waiter's look
+    /// waits for them.
     /// </remarks>
     private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
     {
