@@ -61,6 +61,33 @@ public sealed partial class PoolTests
         Assert.That(pool.TryTakeSlot(out _), Is.True, "the discarded object's place under the cap came back");
     }
 
+    // A blocked taker sleeps on its own signal; the release that hands it an object wakes it with a
+    // pulse whose lock, contended here, meets the releaser's pending interrupt. The pulse must still
+    // happen (or the taker sleeps for ever on an object it was handed) and the release must finish.
+    [Test]
+    [CancelAfter(60_000)]
+    public void Release_InterruptPendingAndBlockedTakersSignalContended_WakesTheTakerAndKeepsTheInterrupt(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        PoolSlot<TrackedObject>? handed = null;
+        var taker = new Thread(() => handed = pool.TakeSlot());
+        taker.Start();
+        WaitUntilWaiting(pool, 1);
+        Assert.That(
+            SpinWait.SpinUntil(() => (taker.ThreadState & ThreadState.WaitSleepJoin) != 0, s_waitBound),
+            Is.True,
+            "the taker never blocked");
+
+        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.FirstWaiterSignal!, () => pool.Release(held));
+
+        Assert.That(failure, Is.Null);
+        Assert.That(interruptKept, Is.True);
+        Assert.That(taker.Join(s_waitBound), Is.True, "the taker was handed the object but never woke");
+        Assert.That(handed, Is.SameAs(held));
+        Assert.That(pool.WaiterCount, Is.Zero);
+    }
+
     // Workers take and release while a controller interrupts them at random: an interrupt may land in
     // a wait, a spin, a contended lock, or in no blocking call at all (and then meets the next one).
     // A clean-up fails now and then, so objects are discarded and made again under the registry's

@@ -43,6 +43,18 @@ public abstract partial class Pool<T>
     /// <summary>Gets the waiter lock; for tests that contend it.</summary>
     internal UninterruptibleLock WaitersLock => _waitersLock;
 
+    /// <summary>Gets the signal the longest-waiting taker sleeps on, if any; for tests that contend it.</summary>
+    internal UninterruptibleLock? FirstWaiterSignal
+    {
+        get
+        {
+            using (_waitersLock.EnterScope())
+            {
+                return _waiters.First?.Value.Signal;
+            }
+        }
+    }
+
     /// <summary>Gets the lock that guards the table of per-thread caches; for tests that contend it.</summary>
     internal UninterruptibleLock CacheTableLock => _storage.CacheTableLock;
 
@@ -78,12 +90,7 @@ public abstract partial class Pool<T>
         bool completed;
         try
         {
-            completed = waiter.Task.Wait(millisecondsTimeout);
-        }
-        catch (AggregateException)
-        {
-            // Faulted (the pool was disposed): GetResult below rethrows the original exception.
-            completed = true;
+            completed = waiter.WaitForCompletion(millisecondsTimeout);
         }
         catch (ThreadInterruptedException)
         {
@@ -148,16 +155,24 @@ public abstract partial class Pool<T>
 
     private async Task<PoolSlot<T>> WaitAsync(Waiter waiter, CancellationToken cancellationToken)
     {
-        PoolSlot<T>? handedOver;
-        using (cancellationToken.UnsafeRegister(
+        CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
             static (state, token) =>
             {
                 var waiter = (Waiter)state!;
                 waiter.Pool.TryCancel(waiter, token);
             },
-            waiter))
+            waiter);
+
+        PoolSlot<T>? handedOver;
+        try
         {
             handedOver = await waiter.Task.ConfigureAwait(false);
+        }
+        finally
+        {
+            // Unregister, not Dispose: Dispose may wait (and so meet an interrupt) for a callback
+            // running elsewhere, after the hand-over; a late callback finds the waiter unlinked and does nothing.
+            registration.Unregister();
         }
 
         return Accept(handedOver);
@@ -230,14 +245,12 @@ public abstract partial class Pool<T>
                 if (_storage.TryTakeAny(out PoolSlot<T>? slot))
                 {
                     Unlink(node);
-                    bool handed = waiter.TrySetResult(slot);
-                    Debug.Assert(handed, "A linked waiter is never completed.");
+                    waiter.Complete(slot);
                 }
                 else if (_allocationBudget.TryTake())
                 {
                     Unlink(node);
-                    bool granted = waiter.TrySetResult(null);
-                    Debug.Assert(granted, "A linked waiter is never completed.");
+                    waiter.Complete(null);
                 }
                 else
                 {
@@ -285,7 +298,7 @@ public abstract partial class Pool<T>
             }
 
             Unlink(waiter.Node);
-            waiter.TrySetCanceled(cancellationToken);
+            waiter.Cancel(cancellationToken);
             return true;
         }
     }
@@ -297,7 +310,7 @@ public abstract partial class Pool<T>
             while (_waiters.First is { } node)
             {
                 Unlink(node);
-                node.Value.TrySetException(new ObjectDisposedException(GetType().FullName));
+                node.Value.Fail(new ObjectDisposedException(GetType().FullName));
             }
         }
     }
@@ -316,10 +329,15 @@ public abstract partial class Pool<T>
     /// unit of the cap, with which the waiter creates the object itself (so no object is ever
     /// constructed under the waiter lock). The pool completes a waiter only under that lock and only
     /// together with unlinking <see cref="Node"/>, so a waiter is in the queue if and only if it is
-    /// not completed. Continuations run asynchronously, never inline under the lock.
+    /// not completed. Completing one never throws and never runs the taker's code: continuations run
+    /// asynchronously, and a synchronous taker waits on <see cref="_signal"/>, not on the task, so
+    /// its wake-up is a pulse that an interrupt on the completing thread cannot stop halfway (a task's
+    /// own blocking wait is woken through a lock that can throw there, after the task has completed).
     /// </remarks>
     private sealed class Waiter : TaskCompletionSource<PoolSlot<T>?>
     {
+        private readonly UninterruptibleLock _signal = new();
+
         public Waiter(Pool<T> pool)
             : base(TaskCreationOptions.RunContinuationsAsynchronously)
         {
@@ -330,5 +348,55 @@ public abstract partial class Pool<T>
         public Pool<T> Pool { get; }
 
         public LinkedListNode<Waiter> Node { get; }
+
+        /// <summary>Gets what a synchronous taker sleeps on.</summary>
+        public UninterruptibleLock Signal => _signal;
+
+        /// <summary>Hands the waiter a slot, or a unit of the cap (<see langword="null"/>).</summary>
+        public void Complete(PoolSlot<T>? handedOver)
+        {
+            bool completed = TrySetResult(handedOver);
+            Debug.Assert(completed, "A linked waiter is never completed.");
+            _signal.PulseAll();
+        }
+
+        /// <summary>Wakes the waiter with <paramref name="failure"/>.</summary>
+        public void Fail(Exception failure)
+        {
+            TrySetException(failure);
+            _signal.PulseAll();
+        }
+
+        /// <summary>Wakes the waiter as cancelled.</summary>
+        public void Cancel(CancellationToken cancellationToken)
+        {
+            TrySetCanceled(cancellationToken);
+            _signal.PulseAll();
+        }
+
+        /// <summary>
+        /// Blocks until the waiter is completed or <paramref name="millisecondsTimeout"/> passes
+        /// (<see cref="Timeout.Infinite"/>: never); an interrupt ends it with <see cref="ThreadInterruptedException"/>.
+        /// </summary>
+        /// <returns>Whether the waiter is completed.</returns>
+        public bool WaitForCompletion(int millisecondsTimeout)
+        {
+            long start = Environment.TickCount64;
+            lock (_signal)
+            {
+                while (!Task.IsCompleted)
+                {
+                    int left = millisecondsTimeout == Timeout.Infinite
+                        ? Timeout.Infinite
+                        : (int)Math.Max(0, millisecondsTimeout - (Environment.TickCount64 - start));
+                    if (left == 0 || !Monitor.Wait(_signal, left))
+                    {
+                        return Task.IsCompleted;
+                    }
+                }
+
+                return true;
+            }
+        }
     }
 }

@@ -17,7 +17,8 @@ namespace PoolLib;
 /// A take hands out a <see cref="PoolSlot{T}"/>: an idle object if there is one; otherwise a new one
 /// if fewer than <see cref="MaxCapacity"/> exist; otherwise the taker waits until a release hands it
 /// one. Waiters are served first-come first-served, and while any taker waits no new taker goes
-/// ahead of it. Waiting is event-driven: nothing polls or sleeps.
+/// ahead of it. Waiting is event-driven: a blocking taker spins briefly before it queues, and then
+/// sleeps until a release wakes it; nothing polls.
 /// </para>
 /// <para>
 /// Every member is safe to call from any number of threads at once. <see cref="CleanUp"/> runs on
@@ -161,7 +162,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// waiting taker or stores it. If <see cref="CleanUp"/> throws, the object is discarded and the
     /// exception propagates. After <see cref="Dispose()"/>, the object is disposed instead of stored.
     /// A release that throws <see cref="ArgumentException"/> or <see cref="InvalidOperationException"/>
-    /// changes nothing.
+    /// changes nothing; any other exception comes after the slot was returned (or discarded).
     /// </remarks>
     public void Release(PoolSlot<T> slot)
     {
@@ -272,7 +273,9 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <remarks>
     /// Safe to call concurrently with any other member; rented objects stay usable until released.
     /// Every idle object is disposed exactly once even when some throw; then the one exception is
-    /// rethrown as it is, or several together in an <see cref="AggregateException"/>. The pool is
+    /// rethrown as it is, or several together in an <see cref="AggregateException"/>. A release or
+    /// take racing with this call may dispose some idle objects itself, and then it throws their
+    /// exceptions instead. The pool is
     /// disposed either way.
     /// </remarks>
     public void Dispose()
@@ -433,7 +436,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <summary>
     /// Does what the slots a take pushed back onto the shared stack owe. If that throws (an idle
     /// object's Dispose, in a pool being disposed), the taker's own slot is stored before the
-    /// exception leaves, so it is not lost with it.
+    /// exception leaves, so it is not lost with it; if storing it throws too, both leave together.
     /// </summary>
     private void ServeAfterPushBack(PoolSlot<T> taken)
     {
@@ -441,9 +444,17 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             ServeAfterSharedPush();
         }
-        catch
+        catch (Exception failure)
         {
-            Store(taken);
+            try
+            {
+                Store(taken);
+            }
+            catch (Exception storeFailure)
+            {
+                throw new AggregateException(failure, storeFailure);
+            }
+
             throw;
         }
     }

@@ -132,6 +132,7 @@ internal sealed class ThreadSlotCache
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryKeepOwn(object slot, ForeignAccessGate gate)
     {
+        // Read outside the bracket: only the owner writes _top.
         int top = _top;
         if (top == Capacity || !gate.TryBeginOwnerAccess(ref _busy))
         {
@@ -164,7 +165,11 @@ internal sealed class ThreadSlotCache
     /// unless the cache is full, the owner has a push credit and the gate is open.
     /// </summary>
     /// <returns>How many slots were moved into <paramref name="into"/>.</returns>
-    /// <remarks>The whole cache, not part of it: keeping some back made the common long-rental loop slower.</remarks>
+    /// <remarks>
+    /// The whole cache, not part of it: keeping some back made the common long-rental loop slower.
+    /// Until the caller pushes them, the slots moved are in no storage, so it pushes them at once and
+    /// then does what a push owes (serving waiters, draining a disposed pool).
+    /// </remarks>
     public int TryDrainOwn(Span<object?> into, ForeignAccessGate gate)
     {
         if (_top != Capacity || _pushCredits == 0 || !gate.TryBeginOwnerAccess(ref _busy))

@@ -36,6 +36,18 @@ internal sealed class UninterruptibleLock
         return new Scope(this, interrupted);
     }
 
+    /// <summary>
+    /// Wakes every thread in <see cref="Monitor.Wait(object, int)"/> on this lock, taking it as
+    /// <see cref="EnterScope"/> does, so that an interrupt cannot lose the wake-up.
+    /// </summary>
+    public void PulseAll()
+    {
+        using (EnterScope())
+        {
+            Monitor.PulseAll(this);
+        }
+    }
+
     /// <summary>Holds an <see cref="UninterruptibleLock"/> until disposed.</summary>
     public readonly ref struct Scope
     {
