@@ -110,12 +110,14 @@ public sealed partial class PoolTests
         };
         var violations = new ConcurrentQueue<string>();
         int interruptedTakes = 0;
+        int workersStarted = 0;
         int workersLeft = Workers;
         using var start = new Barrier(Workers + 1);
 
         void Work(int holder)
         {
             start.SignalAndWait(cancellationToken);
+            Interlocked.Increment(ref workersStarted);
             for (int pair = 0; pair < PairsPerWorker; pair++)
             {
                 PoolSlot<TrackedObject>? slot;
@@ -166,8 +168,10 @@ public sealed partial class PoolTests
             worker.Start();
         }
 
-        // The controller runs on the test thread; it yields after each interrupt so workers run on one core too.
+        // The controller runs on the test thread; it yields after each interrupt so workers run on one
+        // core too. It starts once every worker is past the start barrier, whose wait is not the pool's.
         start.SignalAndWait(cancellationToken);
+        Assert.That(SpinWait.SpinUntil(() => Volatile.Read(ref workersStarted) == Workers, s_waitBound), Is.True, "the workers never started");
         int interrupts = 0;
         while (Volatile.Read(ref workersLeft) > 0)
         {

@@ -94,7 +94,8 @@ public sealed class ThreadSlotCacheTests
         var gate = new ForeignAccessGate();
         var cache = new ThreadSlotCache();
         var drainedCounts = new List<int>();
-        cache.OnSharedTake(2);
+        cache.OnSharedTake(1);
+        cache.OnSharedTake(1);
         for (int round = 0; round < 3; round++)
         {
             while (cache.TryKeepOwn(new object(), gate))
