@@ -21,7 +21,7 @@ internal sealed class PoolsCell(BenchReport report, Measurement measurement, Ren
         s_log.Info("pools: {0}, {1} rental, capacity {2}, {3} worker(s)", pool.Impl, name, capacity, workers);
         try
         {
-            var rentals = new RentalWorkers<TPool>(pool, pattern, workers, Held);
+            using var rentals = new RentalWorkers<TPool>(pool, pattern, workers, Held);
             Sample sample = measurement.RunCalibrated(16L * workers * Held, rentals.Run);
             bool ours = pool.Impl == OurPoolUnderTest.Name;
             double? baseline = ours ? sample.MedianNs : oursNs;

@@ -4,103 +4,153 @@ using PoolLib.Internal;
 namespace PoolBench;
 
 /// <summary>
-/// Runs take+return pairs on dedicated threads that start together. A <see cref="Barrier"/> holds
-/// the workers until all are ready; its post-phase actions read the clock, the process-wide
-/// allocation counter and our pool library's count of process-wide memory barriers while every
-/// worker is parked, so thread start-up is outside the measurement.
-/// Every worker must finish all of its pairs within the timeout: a pool that loses a wake-up fails
-/// the run instead of hanging it. The class is generic over the pool's struct type, so its loop is
-/// compiled once for each implementation.
+/// Runs take+return pairs on dedicated worker threads that start once, when the cell does, and
+/// serve every run of the cell, as the threads of a program in steady use would: a pool that keeps
+/// state per thread sees the same threads from one iteration to the next. Each run releases the
+/// workers together through a start <see cref="Barrier"/> and collects them at an end one; their
+/// post-phase actions read the clock, the process-wide allocation counter and our pool library's
+/// count of process-wide memory barriers while every worker is parked. Every run must finish within
+/// the timeout: a pool that loses a wake-up fails the run instead of hanging it. The class is
+/// generic over the pool's struct type, so its loop is compiled once for each implementation.
 /// </summary>
-internal sealed class RentalWorkers<TPool>(TPool pool, RentalPattern pattern, int workers, int held)
+internal sealed class RentalWorkers<TPool> : IDisposable
     where TPool : struct, IPoolUnderTest
 {
     private static readonly TimeSpan s_timeout = TimeSpan.FromSeconds(60);
 
-    public RunResult Run(long pairs)
-    {
-        long rounds = Math.Max(1, pairs / workers / held);
-        long startAllocated = 0, endAllocated = 0, startStamp = 0, endStamp = 0, startBarriers = 0, endBarriers = 0;
-        using var barrier = new Barrier(workers, b =>
-        {
-            if (b.CurrentPhaseNumber == 0)
-            {
-                startAllocated = GC.GetTotalAllocatedBytes(true);
-                startBarriers = ForeignAccessGate.ProcessWideBarriers;
-                startStamp = Stopwatch.GetTimestamp();
-            }
-            else
-            {
-                endStamp = Stopwatch.GetTimestamp();
-                endBarriers = ForeignAccessGate.ProcessWideBarriers;
-                endAllocated = GC.GetTotalAllocatedBytes(true);
-            }
-        });
+    private readonly TPool _pool;
+    private readonly RentalPattern _pattern;
+    private readonly int _workers;
+    private readonly int _held;
+    private readonly Thread[] _threads;
 
-        var completed = new long[workers];
-        var failures = new Exception?[workers];
-        var threads = new Thread[workers];
+    // Both have the workers and the measuring thread as participants.
+    private readonly Barrier _start;
+    private readonly Barrier _end;
+
+    private readonly long[] _completed;
+    private readonly Exception?[] _failures;
+
+    // Written by the measuring thread before the start barrier, read by the workers after it; 0 stops them.
+    private long _rounds;
+    private long _startAllocated, _endAllocated, _startStamp, _endStamp, _startBarriers, _endBarriers;
+    private bool _broken;
+
+    public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held)
+    {
+        _pool = pool;
+        _pattern = pattern;
+        _workers = workers;
+        _held = held;
+        _completed = new long[workers];
+        _failures = new Exception?[workers];
+        _start = new Barrier(workers + 1, _ =>
+        {
+            _startAllocated = GC.GetTotalAllocatedBytes(true);
+            _startBarriers = ForeignAccessGate.ProcessWideBarriers;
+            _startStamp = Stopwatch.GetTimestamp();
+        });
+        _end = new Barrier(workers + 1, _ =>
+        {
+            _endStamp = Stopwatch.GetTimestamp();
+            _endBarriers = ForeignAccessGate.ProcessWideBarriers;
+            _endAllocated = GC.GetTotalAllocatedBytes(true);
+        });
+        _threads = new Thread[workers];
         for (int w = 0; w < workers; w++)
         {
             int worker = w;
-            threads[w] = new Thread(() => Work(barrier, rounds, ref completed[worker], ref failures[worker])) { IsBackground = true };
-            threads[w].Start();
+            _threads[w] = new Thread(() => Work(worker)) { IsBackground = true };
+            _threads[w].Start();
         }
-
-        long deadline = Stopwatch.GetTimestamp() + (long)(s_timeout.TotalSeconds * Stopwatch.Frequency);
-        foreach (Thread thread in threads)
-        {
-            TimeSpan left = TimeSpan.FromSeconds(Math.Max(0, deadline - Stopwatch.GetTimestamp()) / (double)Stopwatch.Frequency);
-            if (!thread.Join(left))
-            {
-                throw new TimeoutException($"{pool.Impl}: a worker did not finish its {pattern} rentals within {s_timeout.TotalSeconds} s");
-            }
-        }
-
-        if (failures.FirstOrDefault(f => f is not null) is Exception failure)
-        {
-            throw new InvalidOperationException($"{pool.Impl}: a worker failed", failure);
-        }
-
-        long expected = rounds * held * workers;
-        long done = completed.Sum();
-        if (done != expected)
-        {
-            throw new InvalidOperationException($"{pool.Impl}: workers completed {done} of {expected} pairs");
-        }
-
-        return new RunResult(Stopwatch.GetElapsedTime(startStamp, endStamp), endAllocated - startAllocated, done, endBarriers - startBarriers);
     }
 
-    private void Work(Barrier barrier, long rounds, ref long completed, ref Exception? failure)
+    public RunResult Run(long pairs)
     {
-        var items = new BenchItem[held];
-        barrier.SignalAndWait();
-        try
+        long rounds = Math.Max(1, pairs / _workers / _held);
+        Array.Clear(_completed);
+        Array.Clear(_failures);
+        Volatile.Write(ref _rounds, rounds);
+        if (!_start.SignalAndWait(s_timeout) || !_end.SignalAndWait(s_timeout))
         {
-            for (long round = 0; round < rounds; round++)
+            _broken = true;
+            throw new TimeoutException($"{_pool.Impl}: a worker did not finish its {_pattern} rentals within {s_timeout.TotalSeconds} s");
+        }
+
+        if (_failures.FirstOrDefault(f => f is not null) is Exception failure)
+        {
+            throw new InvalidOperationException($"{_pool.Impl}: a worker failed", failure);
+        }
+
+        long expected = rounds * _held * _workers;
+        long done = _completed.Sum();
+        if (done != expected)
+        {
+            throw new InvalidOperationException($"{_pool.Impl}: workers completed {done} of {expected} pairs");
+        }
+
+        return new RunResult(Stopwatch.GetElapsedTime(_startStamp, _endStamp), _endAllocated - _startAllocated, done, _endBarriers - _startBarriers);
+    }
+
+    /// <summary>Stops the workers; after a run that timed out they are left parked, background threads.</summary>
+    public void Dispose()
+    {
+        if (!_broken)
+        {
+            Volatile.Write(ref _rounds, 0);
+            if (_start.SignalAndWait(s_timeout))
             {
-                for (int i = 0; i < items.Length; i++)
+                foreach (Thread thread in _threads)
                 {
-                    items[i] = pool.Take();
-                    items[i].Buffer[0] = (byte)round;
+                    thread.Join(s_timeout);
                 }
-
-                for (int i = 0; i < items.Length; i++)
-                {
-                    pool.Return(items[i]);
-                }
-
-                completed += items.Length;
             }
         }
-        catch (Exception e)
+
+        _start.Dispose();
+        _end.Dispose();
+    }
+
+    private void Work(int worker)
+    {
+        var items = new BenchItem[_held];
+        while (true)
         {
-            failure = e;
-        }
-        finally
-        {
-            barrier.SignalAndWait();
+            _start.SignalAndWait();
+            long rounds = Volatile.Read(ref _rounds);
+            if (rounds == 0)
+            {
+                return;
+            }
+
+            long completed = 0;
+            try
+            {
+                for (long round = 0; round < rounds; round++)
+                {
+                    for (int i = 0; i < items.Length; i++)
+                    {
+                        items[i] = _pool.Take();
+                        items[i].Buffer[0] = (byte)round;
+                    }
+
+                    for (int i = 0; i < items.Length; i++)
+                    {
+                        _pool.Return(items[i]);
+                    }
+
+                    completed += items.Length;
+                }
+            }
+            catch (Exception e)
+            {
+                _failures[worker] = e;
+            }
+            finally
+            {
+                _completed[worker] = completed;
+                _end.SignalAndWait();
+            }
         }
     }
 }
