@@ -187,47 +187,11 @@ public sealed partial class PoolTests
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject> held = pool.TakeSlot();
         ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
-        Exception? releaseFailure = null;
-        bool interruptKept = false;
-        var releaser = new Thread(() =>
-        {
-            Thread.CurrentThread.Interrupt();
-            try
-            {
-                pool.Release(held);
-            }
-            catch (Exception e)
-            {
-                releaseFailure = e;
-            }
 
-            try
-            {
-                Thread.Sleep(0);
-            }
-            catch (ThreadInterruptedException)
-            {
-                interruptKept = true;
-            }
-        });
+        // The waiter lock, held here, meets the releaser's pending interrupt first, then (once the
+        // interrupt is swallowed) blocks it for real.
+        (Exception? releaseFailure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.WaitersLock, () => pool.Release(held));
 
-        // Hold the waiter lock until the releaser blocks on it: the contended lock meets the
-        // pending interrupt first, then (once the interrupt is swallowed) blocks for real.
-        Monitor.Enter(pool.WaitersLock);
-        try
-        {
-            releaser.Start();
-            Assert.That(
-                SpinWait.SpinUntil(() => (releaser.ThreadState & ThreadState.WaitSleepJoin) != 0, s_waitBound),
-                Is.True,
-                "the releaser never blocked on the waiter lock");
-        }
-        finally
-        {
-            Monitor.Exit(pool.WaitersLock);
-        }
-
-        Assert.That(releaser.Join(s_waitBound), Is.True, "the release never finished");
         Assert.That(releaseFailure, Is.Null, "the release finished despite the interrupt");
         PoolSlot<TrackedObject> handed = await waiting;
 

@@ -275,8 +275,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// Every idle object is disposed exactly once even when some throw; then the one exception is
     /// rethrown as it is, or several together in an <see cref="AggregateException"/>. A release or
     /// take racing with this call may dispose some idle objects itself, and then it throws their
-    /// exceptions instead. The pool is
-    /// disposed either way.
+    /// exceptions instead. The pool is disposed either way.
     /// </remarks>
     public void Dispose()
     {
