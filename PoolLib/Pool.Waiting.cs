@@ -117,7 +117,10 @@ public abstract partial class Pool<T>
     /// queue never drains (a convoy). A taker that yields instead lets the holder run and release;
     /// and because a spinning taker is not in the queue, a queue that has formed drains while its
     /// would-be joiners spin. Fairness is kept: a spinner is not a waiter, and it takes only when
-    /// no waiter is queued (<see cref="TryTakeWithoutWaiting"/>).
+    /// no waiter is queued (<see cref="TryTakeWithoutWaiting"/>). The rounds look where every
+    /// thread looks (the shared stack, the cap); only the last also looks into other threads'
+    /// caches, because each such look may cost a process-wide barrier and many spinners looking
+    /// every round ran them in bursts.
     /// </remarks>
     private bool TrySpinTake([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
@@ -127,7 +130,7 @@ public abstract partial class Pool<T>
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
-            if (TryTakeWithoutWaiting(out slot))
+            if (TryTakeWithoutWaiting(out slot, lookInCaches: i == SpinRoundsBeforeWaiting - 1))
             {
                 return true;
             }

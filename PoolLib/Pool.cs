@@ -324,12 +324,17 @@ public abstract partial class Pool<T> : IDisposable where T : class
     }
 
     /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
-    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="lookInCaches">
+    /// Whether to look into other threads' caches too, which may cost a process-wide barrier; a
+    /// spinning taker does only on its last round (see <see cref="TrySpinTake"/>).
+    /// </param>
+    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookInCaches = true)
     {
         ThrowIfDisposed();
         if (Volatile.Read(ref _waiterCount) == 0)
         {
-            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || TrySteal(out slot, out pushedBack))
+            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || (lookInCaches && TrySteal(out slot, out pushedBack)))
             {
                 slot.MarkRented();
                 if (pushedBack)
