@@ -4,7 +4,7 @@ using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
 
-// The invariants of DESIGN.md, checked under contention:
+// The pool's invariants, checked under contention:
 // 1. no object is held by two takers at once (each holder stamps the object and must find it free);
 // 2. TotalCount <= MaxCapacity and AvailableCount <= TotalCount whenever an observer looks;
 // 3. once everyone has released: AvailableCount == TotalCount, every object is stored exactly once,

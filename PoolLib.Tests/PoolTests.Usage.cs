@@ -3,7 +3,7 @@ using System.Net.Sockets;
 
 namespace PoolLib.Tests;
 
-// The three ways DESIGN.md shows the pool being used, written only against its public surface.
+// The three ways the README shows the pool being used, written only against its public surface.
 public sealed partial class PoolTests
 {
     [Test]
