@@ -11,8 +11,8 @@ namespace SocketServers;
 /// <see cref="ActionBlock{TInput}"/>.</summary>
 /// <remarks>
 /// The reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
-/// coming. While they do, that task keeps one thread-pool thread; it lets it go 50 ms after the last datagram,
-/// or when the server stops.
+/// coming. While they do, that task keeps one thread-pool thread; it lets it go a short linger
+/// (<c>s_replierLinger</c>) after the last datagram, or when the server stops.
 /// </remarks>
 public sealed partial class UdpEchoServer
 {
