@@ -71,7 +71,10 @@ public abstract partial class Pool<T>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private PoolSlot<T>? TakeSlotSlow(int millisecondsTimeout)
     {
-        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+        // A taker that may spin and finds the cap reached looks into other threads' caches only on
+        // its last round: the holders' next returns usually reach the stack within the spin (a full
+        // cache drains onto it), and a look now would cost a barrier for an object about to be free.
+        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot, lookInCaches: millisecondsTimeout == 0))
         {
             return slot;
         }

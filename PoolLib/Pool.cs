@@ -326,15 +326,18 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="lookInCaches">
-    /// Whether to look into other threads' caches too, which may cost a process-wide barrier; a
-    /// spinning taker does only on its last round (see <see cref="TrySpinTake"/>).
+    /// Whether to look into other threads' caches even when the cap leaves no room for a new object;
+    /// such a look may cost a process-wide barrier, so a taker that may spin makes it only on its
+    /// last round (see <see cref="TrySpinTake"/>). With room under the cap it always looks, so that
+    /// an idle object is reused before a new one is made.
     /// </param>
     private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookInCaches = true)
     {
         ThrowIfDisposed();
         if (Volatile.Read(ref _waiterCount) == 0)
         {
-            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack) || (lookInCaches && TrySteal(out slot, out pushedBack)))
+            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack)
+                || ((lookInCaches || _allocationBudget.CurrentCount != 0) && TrySteal(out slot, out pushedBack)))
             {
                 slot.MarkRented();
                 if (pushedBack)
