@@ -106,7 +106,7 @@ public abstract partial class Pool<T>
             return null;
         }
 
-        return Accept(waiter.Task.GetAwaiter().GetResult());
+        return Accept(waiter, waiter.Task.GetAwaiter().GetResult());
     }
 
     /// <summary>
@@ -181,16 +181,22 @@ public abstract partial class Pool<T>
             registration.Unregister();
         }
 
-        return Accept(handedOver);
+        return Accept(waiter, handedOver);
     }
 
     /// <summary>Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted budget.</summary>
-    private PoolSlot<T> Accept(PoolSlot<T>? handedOver)
+    private PoolSlot<T> Accept(Waiter waiter, PoolSlot<T>? handedOver)
     {
+        PoolMetrics.Waited(_name, waiter.StartTimestamp);
         if (handedOver is not null)
         {
             handedOver.MarkRented();
-            return handedOver;
+            if (_takeChecks == 0 || PassesTakeChecks(handedOver, keepBudgetIfInvalid: true))
+            {
+                return handedOver;
+            }
+
+            // Invalid: its place under the cap stayed with this taker, which makes a new object with it.
         }
 
         if (Volatile.Read(ref _disposed) != 0)
@@ -199,7 +205,7 @@ public abstract partial class Pool<T>
             ThrowDisposed();
         }
 
-        return CreateSlot();
+        return CreateRentedSlot();
     }
 
     /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
@@ -305,6 +311,7 @@ public abstract partial class Pool<T>
 
             Unlink(waiter.Node);
             waiter.Cancel(cancellationToken);
+            PoolMetrics.TimedOut(_name);
             return true;
         }
     }
@@ -352,6 +359,9 @@ public abstract partial class Pool<T>
         }
 
         public Pool<T> Pool { get; }
+
+        /// <summary>Gets when the taker began to wait, for the wait-time histogram (<see cref="Stopwatch"/> units).</summary>
+        public long StartTimestamp { get; } = Stopwatch.GetTimestamp();
 
         public LinkedListNode<Waiter> Node { get; }
 

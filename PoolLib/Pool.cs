@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
+using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using PoolLib.Internal;
@@ -36,10 +37,35 @@ namespace PoolLib;
 /// woken with it, idle objects are disposed, and objects still rented are disposed when released.
 /// </para>
 /// </remarks>
-public abstract partial class Pool<T> : IDisposable where T : class
+// The non-public methods are kept for trimming so that the constructor can tell whether Validate is overridden.
+[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.NonPublicMethods)]
+public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool where T : class
 {
+    // Bits of _takeChecks and _releaseChecks: what a take or release must do beyond the fast path.
+    // A pool with no feature on has both at 0, and pays one load and one branch for each.
+    private const int ValidateOnTake = 1;
+    private const int TrackRentals = 2;
+    private const int EnforceLifetime = 4;
+    private const int TrackIdleTime = 8;
+    private const int DiscardCleared = 16;
+
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotStorage<T> _storage = new();
+    private readonly string _name;
+    private readonly TimeProvider _timeProvider;
+    private readonly int _takeChecks;
+
+    // In TimeProvider timestamp units; 0 where the option is off.
+    private readonly long _maxObjectLifetime;
+    private readonly long _idleTimeout;
+    private readonly long _leakDetectionThreshold;
+    private readonly int _minIdle;
+
+    // Gains DiscardCleared with the first Clear, and keeps it; otherwise fixed at construction.
+    private int _releaseChecks;
+
+    // How many times Clear has run; a slot made before the last Clear has an older value.
+    private int _generation;
 
     // 1 once Dispose has started; makes Dispose run once.
     private int _disposeStarted;
@@ -53,10 +79,54 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
     /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
     protected Pool(int maxCapacity)
+        : this(ValidMaxCapacity(maxCapacity))
     {
-        ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
-        _allocationBudget = new LockFreeSemaphore(maxCapacity, maxCapacity);
     }
+
+    /// <summary>Initialises a pool as <paramref name="options"/> say.</summary>
+    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">
+    /// An option is out of range: <see cref="PoolOptions.MaxCapacity"/> less than 1,
+    /// <see cref="PoolOptions.MinIdle"/> negative or above the cap, a time span zero or negative;
+    /// the exception's parameter name names the option.
+    /// </exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(PoolOptions options)
+        : this(options, defaultName: null)
+    {
+    }
+
+    /// <summary>The constructor every other one calls; <paramref name="defaultName"/> replaces the type's name as the default.</summary>
+    private protected Pool(PoolOptions options, string? defaultName)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        ArgumentOutOfRangeException.ThrowIfLessThan(options.MaxCapacity, 1, OptionName(nameof(PoolOptions.MaxCapacity)));
+        ArgumentOutOfRangeException.ThrowIfNegative(options.MinIdle, OptionName(nameof(PoolOptions.MinIdle)));
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(options.MinIdle, options.MaxCapacity, OptionName(nameof(PoolOptions.MinIdle)));
+        if (options.Name is { } name && string.IsNullOrWhiteSpace(name))
+        {
+            throw new ArgumentException("The pool's name must not be empty or white space.", OptionName(nameof(PoolOptions.Name)));
+        }
+
+        _timeProvider = options.TimeProvider ?? TimeProvider.System;
+        _maxObjectLifetime = Timestamps(options.MaxObjectLifetime, nameof(PoolOptions.MaxObjectLifetime));
+        _idleTimeout = Timestamps(options.IdleTimeout, nameof(PoolOptions.IdleTimeout));
+        _leakDetectionThreshold = Timestamps(options.LeakDetectionThreshold, nameof(PoolOptions.LeakDetectionThreshold));
+        _minIdle = options.MinIdle;
+        _allocationBudget = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
+        _name = options.Name ?? defaultName ?? DisplayName(GetType());
+
+        _takeChecks = (OverridesValidate() ? ValidateOnTake : 0) | (_leakDetectionThreshold != 0 ? TrackRentals : 0);
+        _releaseChecks = (_maxObjectLifetime != 0 ? EnforceLifetime : 0) | (_idleTimeout != 0 ? TrackIdleTime : 0);
+
+        PoolMetrics.Track(this);
+        StartMaintenance(options);
+    }
+
+    /// <summary>Gets the pool's name, as metrics and leak reports show it: <see cref="PoolOptions.Name"/>, or the pool type's name.</summary>
+    public string Name => _name;
 
     /// <summary>Gets the cap on objects alive at once, idle and rented together.</summary>
     public int MaxCapacity => _allocationBudget.MaxCount;
@@ -73,6 +143,8 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// the read could otherwise be counted twice).
     /// </remarks>
     public int AvailableCount => Math.Min(_storage.Count, TotalCount);
+
+    int PoolMetrics.IObservedPool.WaiterCount => WaiterCount;
 
     /// <summary>Gets how many slots storage holds, uncapped; for tests that check nothing is stored twice.</summary>
     internal int StoredCount => _storage.Count;
@@ -179,7 +251,13 @@ public abstract partial class Pool<T> : IDisposable where T : class
 
         if (Volatile.Read(ref _disposed) != 0)
         {
-            Discard(slot);
+            Discard(slot, PoolMetrics.DiscardReason.Disposed);
+            return;
+        }
+
+        if (_releaseChecks != 0 && IsStaleOnRelease(slot, out PoolMetrics.DiscardReason reason))
+        {
+            Discard(slot, reason);
             return;
         }
 
@@ -189,7 +267,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
         catch (Exception failure)
         {
-            DiscardAfterFailure(slot, failure);
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
             throw;
         }
 
@@ -264,6 +342,16 @@ public abstract partial class Pool<T> : IDisposable where T : class
     {
     }
 
+    /// <summary>Says whether an idle object may still be handed out; override to check, for example, that a connection is open.</summary>
+    /// <param name="object">The idle object about to be handed to a taker.</param>
+    /// <returns><see langword="false"/> to discard the object; the take then goes on with another idle object or a new one.</returns>
+    /// <remarks>
+    /// Called on the taking thread, for idle objects only (never for one just made), and only if a
+    /// subclass overrides it; the default is never called. If it throws, the object is discarded and
+    /// the exception reaches the taker.
+    /// </remarks>
+    protected virtual bool Validate(T @object) => true;
+
     /// <summary>
     /// Disposes the pool: wakes every waiter with <see cref="ObjectDisposedException"/>, disposes the
     /// idle objects that are <see cref="IDisposable"/>, and from then on disposes released objects
@@ -302,6 +390,8 @@ public abstract partial class Pool<T> : IDisposable where T : class
         // cache, and whoever reads _disposed may drain every cache (see DiscardStored).
         _storage.EnterForeign();
         Interlocked.Exchange(ref _disposed, 1);
+        StopMaintenance();
+        PoolMetrics.Untrack(this);
         FailAllWaiters();
         DiscardStored();
     }
@@ -316,7 +406,10 @@ public abstract partial class Pool<T> : IDisposable where T : class
         if (_storage.TryTakeOwn(out slot))
         {
             slot.MarkRented();
-            return true;
+            if (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false))
+            {
+                return true;
+            }
         }
 
         slot = null;
@@ -334,7 +427,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
     private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookInCaches = true)
     {
         ThrowIfDisposed();
-        if (Volatile.Read(ref _waiterCount) == 0)
+        while (Volatile.Read(ref _waiterCount) == 0)
         {
             if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack)
                 || ((lookInCaches || _allocationBudget.CurrentCount != 0) && TrySteal(out slot, out pushedBack)))
@@ -345,14 +438,22 @@ public abstract partial class Pool<T> : IDisposable where T : class
                     ServeAfterPushBack(slot);
                 }
 
-                return true;
+                if (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false))
+                {
+                    return true;
+                }
+
+                // Invalid and discarded: look again, as if it had never been there.
+                continue;
             }
 
             if (_allocationBudget.TryTake())
             {
-                slot = CreateSlot();
+                slot = CreateRentedSlot();
                 return true;
             }
+
+            break;
         }
 
         slot = null;
@@ -403,7 +504,12 @@ public abstract partial class Pool<T> : IDisposable where T : class
             throw;
         }
 
-        var slot = new PoolSlot<T>(this, @object);
+        var slot = new PoolSlot<T>(this, @object) { Generation = Volatile.Read(ref _generation) };
+        if (_maxObjectLifetime != 0)
+        {
+            slot.CreatedAt = _timeProvider.GetTimestamp();
+        }
+
         _storage.Register(slot);
         try
         {
@@ -411,11 +517,93 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
         catch (Exception failure)
         {
-            DiscardAfterFailure(slot, failure);
+            // Never counted as created, so not counted as discarded either.
+            DiscardAfterFailure(slot, failure, reason: null);
             throw;
         }
 
+        PoolMetrics.Created(_name);
         return slot;
+    }
+
+    /// <summary>Makes an object for a taker with one unit of budget the caller already holds, and starts its rental.</summary>
+    private PoolSlot<T> CreateRentedSlot()
+    {
+        PoolSlot<T> slot = CreateSlot();
+        if ((_takeChecks & TrackRentals) != 0)
+        {
+            BeginTrackedRental(slot);
+        }
+
+        return slot;
+    }
+
+    /// <summary>
+    /// What a take owes beyond the fast path, for an idle slot just marked rented: validation
+    /// (an invalid object is discarded, and this returns <see langword="false"/>) and leak tracking.
+    /// </summary>
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="keepBudgetIfInvalid">
+    /// Whether an invalid object's place under the cap stays with the caller, who then makes a new
+    /// object with it (a waiter that was handed the object), instead of going back to the pool.
+    /// </param>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool PassesTakeChecks(PoolSlot<T> slot, bool keepBudgetIfInvalid)
+    {
+        if ((_takeChecks & ValidateOnTake) != 0)
+        {
+            bool valid;
+            try
+            {
+                valid = Validate(slot.Object);
+            }
+            catch (Exception failure)
+            {
+                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+                throw;
+            }
+
+            if (!valid)
+            {
+                Discard(slot, PoolMetrics.DiscardReason.Invalid, returnBudget: !keepBudgetIfInvalid);
+                return false;
+            }
+        }
+
+        if ((_takeChecks & TrackRentals) != 0)
+        {
+            BeginTrackedRental(slot);
+        }
+
+        return true;
+    }
+
+    /// <summary>
+    /// What a release owes beyond the fast path: says whether the object must be discarded instead
+    /// of stored (too old, or made before a <see cref="Clear"/>), and restarts its idle time.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool IsStaleOnRelease(PoolSlot<T> slot, out PoolMetrics.DiscardReason reason)
+    {
+        int checks = Volatile.Read(ref _releaseChecks);
+        reason = PoolMetrics.DiscardReason.Expired;
+        if ((checks & DiscardCleared) != 0 && slot.Generation != Volatile.Read(ref _generation))
+        {
+            return true;
+        }
+
+        if ((checks & EnforceLifetime) != 0 && _timeProvider.GetTimestamp() - slot.CreatedAt >= _maxObjectLifetime)
+        {
+            return true;
+        }
+
+        if ((checks & TrackIdleTime) != 0)
+        {
+            // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
+            Volatile.Write(ref slot.IdleSince, 0);
+        }
+
+        return false;
     }
 
     /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
@@ -485,18 +673,43 @@ public abstract partial class Pool<T> : IDisposable where T : class
         }
     }
 
-    /// <summary>Disposes a slot's object and gives its place under the cap back, even if the object's Dispose throws.</summary>
-    private void Discard(PoolSlot<T> slot)
+    /// <summary>Ends a rental without storing the object; what <see cref="PoolSlot{T}.Discard"/> does.</summary>
+    internal void DiscardRental(PoolSlot<T> slot)
+    {
+        if (!slot.TryBeginReturn())
+        {
+            ThrowSlotAlreadyReturned();
+        }
+
+        Discard(slot, Volatile.Read(ref _disposed) != 0 ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
+    }
+
+    /// <summary>
+    /// Disposes a slot's object and, unless <paramref name="returnBudget"/> is <see langword="false"/>,
+    /// gives its place under the cap back, even if the object's Dispose throws.
+    /// </summary>
+    /// <param name="slot">A slot the caller owns and that is in no storage.</param>
+    /// <param name="reason">Why, for the discarded-objects counter; <see langword="null"/> for an object never counted as created.</param>
+    /// <param name="returnBudget">Whether the place under the cap goes back to the pool, or stays with the caller.</param>
+    private void Discard(PoolSlot<T> slot, PoolMetrics.DiscardReason? reason, bool returnBudget = true)
     {
         slot.MarkDiscarded();
         _storage.Unregister(slot);
+        if (reason is { } counted)
+        {
+            PoolMetrics.Discarded(_name, counted);
+        }
+
         try
         {
             (slot.Object as IDisposable)?.Dispose();
         }
         finally
         {
-            ReturnBudget();
+            if (returnBudget)
+            {
+                ReturnBudget();
+            }
         }
     }
 
@@ -504,11 +717,11 @@ public abstract partial class Pool<T> : IDisposable where T : class
     /// Discards a slot whose object just failed in user code with <paramref name="failure"/>, which
     /// the caller rethrows; if the object's Dispose throws too, both leave together instead.
     /// </summary>
-    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure)
+    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure, PoolMetrics.DiscardReason? reason)
     {
         try
         {
-            Discard(slot);
+            Discard(slot, reason);
         }
         catch (Exception disposeFailure)
         {
@@ -528,7 +741,7 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             try
             {
-                Discard(slot);
+                Discard(slot, PoolMetrics.DiscardReason.Disposed);
             }
             catch (Exception failure)
             {
@@ -559,6 +772,45 @@ public abstract partial class Pool<T> : IDisposable where T : class
         {
             ThrowDisposed();
         }
+    }
+
+    /// <summary>Gets an option's name as an argument exception names it.</summary>
+    private static string OptionName(string option) => $"options.{option}";
+
+    /// <summary>Checks the cap given to the constructor that takes only it, under that parameter's name.</summary>
+    private static PoolOptions ValidMaxCapacity(int maxCapacity)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
+        return new PoolOptions { MaxCapacity = maxCapacity };
+    }
+
+    /// <summary>Converts an optional time span option to <see cref="TimeProvider"/> timestamp units; 0 when it is off.</summary>
+    private long Timestamps(TimeSpan? option, string optionName)
+    {
+        if (option is not { } span)
+        {
+            return 0;
+        }
+
+        ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(span, TimeSpan.Zero, OptionName(optionName));
+        return Math.Max(1, (long)(span.TotalSeconds * _timeProvider.TimestampFrequency));
+    }
+
+    /// <summary>Gets whether the concrete pool type overrides <see cref="Validate"/>; the default is never called.</summary>
+    private bool OverridesValidate() =>
+        GetType().GetMethod(nameof(Validate), BindingFlags.Instance | BindingFlags.NonPublic, [typeof(T)])?.DeclaringType != typeof(Pool<T>);
+
+    /// <summary>Gets a type's name as C# writes it: <c>Pool&lt;StringBuilder&gt;</c> rather than <c>Pool`1</c>.</summary>
+    private protected static string DisplayName(Type type)
+    {
+        if (!type.IsGenericType)
+        {
+            return type.Name;
+        }
+
+        string name = type.Name;
+        int tick = name.IndexOf('`', StringComparison.Ordinal);
+        return $"{(tick < 0 ? name : name[..tick])}<{string.Join(", ", type.GetGenericArguments().Select(DisplayName))}>";
     }
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]

@@ -43,6 +43,19 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     internal int NextInStack;
     internal int DepthInStack;
 
+    // The pool's optional features, each written only while its option is on. CreatedAt and
+    // Generation are set once, when the object is made. IdleSince is 0 from each release until the
+    // pool's idle sweep first sees the slot in the pool, then that sweep's timestamp. RentalNumber,
+    // RentedAt and TakenAt describe the current rental (leak detection); LeakReportedFor is the
+    // number of the last rental reported, so each rental is reported once.
+    internal long CreatedAt;
+    internal int Generation;
+    internal long IdleSince;
+    internal long RentalNumber;
+    internal long RentedAt;
+    internal StackTrace? TakenAt;
+    internal long LeakReportedFor;
+
     internal PoolSlot(Pool<T> owner, T @object)
     {
         _owner = owner;
@@ -57,10 +70,24 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 
     internal bool IsInPool => Volatile.Read(ref _state) == InPool;
 
+    internal bool IsRented => Volatile.Read(ref _state) == Rented;
+
     /// <summary>Returns this slot to the pool it came from.</summary>
     /// <exception cref="InvalidOperationException">The slot is already back in its pool.</exception>
     /// <remarks>The same as <see cref="Pool{T}.Release(PoolSlot{T})"/> on the slot's own pool.</remarks>
     public void Dispose() => _owner.Release(this);
+
+    /// <summary>
+    /// Ends the rental without storing the object: it is disposed if it is <see cref="IDisposable"/>,
+    /// and its place under the cap is freed, so a waiting taker gets a new object.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">The slot is already back in its pool, or discarded.</exception>
+    /// <remarks>
+    /// For an object the renter knows is broken. <see cref="Pool{T}.CleanUp"/> does not run. If the
+    /// object's <see cref="IDisposable.Dispose"/> throws, the exception propagates after its place
+    /// under the cap was freed.
+    /// </remarks>
+    public void Discard() => _owner.DiscardRental(this);
 
     /// <summary>Claims the right to return the slot; only one caller can win it per rental.</summary>
     internal bool TryBeginReturn() => Interlocked.CompareExchange(ref _state, Returning, Rented) == Rented;

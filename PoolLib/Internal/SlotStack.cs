@@ -76,6 +76,12 @@ internal sealed class SlotStack<T> where T : class
         }
     }
 
+    /// <summary>
+    /// Gets every registered slot, for a scan that may miss a slot registered or discarded during it:
+    /// an entry is a live slot or <see langword="null"/>, and the array is never written past its registered part.
+    /// </summary>
+    public PoolSlot<T>?[] Registered => Volatile.Read(ref _registry);
+
     /// <summary>Frees a discarded slot's index for reuse; the slot must not be in the stack.</summary>
     public void Unregister(PoolSlot<T> slot)
     {

@@ -75,6 +75,9 @@ internal sealed class SlotStorage<T> where T : class
     /// <summary>Makes a new slot storable; called once when its object is created.</summary>
     public void Register(PoolSlot<T> slot) => _stack.Register(slot);
 
+    /// <summary>Gets every slot made and not yet discarded, idle or rented; see <see cref="SlotStack{T}.Registered"/>.</summary>
+    public PoolSlot<T>?[] Registered => _stack.Registered;
+
     /// <summary>Forgets a discarded slot, which is in no cache and not in the stack.</summary>
     public void Unregister(PoolSlot<T> slot) => _stack.Unregister(slot);
 

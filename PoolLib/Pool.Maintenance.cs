@@ -1,0 +1,294 @@
+using System.Diagnostics;
+using PoolLib.Internal;
+
+namespace PoolLib;
+
+public abstract partial class Pool<T>
+{
+    // The idle sweep and the leak scan, on one timer per pool; null when neither option is on.
+    private ITimer? _maintenanceTimer;
+
+    // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
+    private int _sweeping;
+
+    /// <summary>
+    /// Raised, once per rental, when an object has been rented for longer than
+    /// <see cref="PoolOptions.LeakDetectionThreshold"/>; never raised while that option is off.
+    /// </summary>
+    /// <remarks>
+    /// Raised on a timer thread, a little after the threshold passes (within a quarter of the
+    /// shortest of <see cref="PoolOptions.LeakDetectionThreshold"/> and <see cref="PoolOptions.IdleTimeout"/>).
+    /// The rental goes on: the pool only reports it. An exception thrown by a handler is caught and
+    /// dropped, so that the pool's timer keeps running.
+    /// </remarks>
+    public event EventHandler<PoolLeakEventArgs>? RentalLeakSuspected;
+
+    /// <summary>Disposes idle objects down to <see cref="PoolOptions.MinIdle"/>.</summary>
+    /// <returns>How many idle objects were disposed.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
+    /// <remarks>
+    /// Objects kept in per-thread caches count as idle. Rented objects are not touched. While it
+    /// runs, the idle objects are briefly out of reach, so a concurrent take may make a new object
+    /// (within the cap) or wait; every object not disposed is back before this returns. Every
+    /// object to dispose is disposed even if some throw; then the one exception is rethrown as it is,
+    /// or several in an <see cref="AggregateException"/>.
+    /// </remarks>
+    public int Trim()
+    {
+        ThrowIfDisposed();
+        int trimmed = TrimIdle(idleSince: null, out List<Exception>? failures);
+        if (failures is not null)
+        {
+            ThrowDisposeFailures(failures);
+        }
+
+        return trimmed;
+    }
+
+    /// <summary>
+    /// Disposes every idle object now, and every rented one when it is released, so that from now on
+    /// takers get only objects made after this call.
+    /// </summary>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <exception cref="AggregateException">Several idle objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
+    /// <remarks>
+    /// For objects that all went bad at once, such as connections to a server that restarted.
+    /// <see cref="PoolOptions.MinIdle"/> does not apply. A release that runs at the same time as this
+    /// call may still store its object. After the first call, every release compares one more field.
+    /// </remarks>
+    public void Clear()
+    {
+        ThrowIfDisposed();
+        Interlocked.Increment(ref _generation);
+        Interlocked.Or(ref _releaseChecks, DiscardCleared);
+        TrimIdle(idleSince: null, out List<Exception>? failures, keep: 0);
+        if (failures is not null)
+        {
+            ThrowDisposeFailures(failures);
+        }
+    }
+
+    /// <summary>Runs one idle sweep and leak scan now, as the timer does; for tests that drive time themselves.</summary>
+    internal void RunMaintenance() => Maintain();
+
+    /// <summary>Starts the maintenance timer if an option needs it.</summary>
+    private void StartMaintenance(PoolOptions options)
+    {
+        TimeSpan? shortest = (options.IdleTimeout, options.LeakDetectionThreshold) switch
+        {
+            ({ } idle, { } leak) => idle < leak ? idle : leak,
+            ({ } idle, null) => idle,
+            (null, { } leak) => leak,
+            _ => null,
+        };
+        if (shortest is not { } span)
+        {
+            return;
+        }
+
+        TimeSpan period = TimeSpan.FromTicks(Math.Max(TimeSpan.TicksPerMillisecond, span.Ticks / 4));
+
+        // The timer holds the pool weakly, so a pool its user forgot to dispose can still be
+        // collected; and it captures no execution context, so it keeps nothing of its creator alive.
+        var state = new WeakReference<Pool<T>>(this);
+        bool restoreFlow = !ExecutionContext.IsFlowSuppressed();
+        AsyncFlowControl? suppressed = restoreFlow ? ExecutionContext.SuppressFlow() : null;
+        try
+        {
+            _maintenanceTimer = _timeProvider.CreateTimer(static state => OnMaintenanceTick((WeakReference<Pool<T>>)state!), state, period, period);
+        }
+        finally
+        {
+            suppressed?.Undo();
+        }
+    }
+
+    private void StopMaintenance() => _maintenanceTimer?.Dispose();
+
+    private static void OnMaintenanceTick(WeakReference<Pool<T>> state)
+    {
+        if (state.TryGetTarget(out Pool<T>? pool))
+        {
+            pool.Maintain();
+        }
+    }
+
+    /// <summary>
+    /// One tick of the timer: stamps idle slots with the time they were first seen idle, trims those
+    /// idle for longer than <see cref="PoolOptions.IdleTimeout"/> (down to <see cref="PoolOptions.MinIdle"/>),
+    /// and reports rentals held longer than <see cref="PoolOptions.LeakDetectionThreshold"/>.
+    /// </summary>
+    /// <remarks>Allocates nothing unless it finds an object to trim or a rental to report.</remarks>
+    private void Maintain()
+    {
+        if (Volatile.Read(ref _disposed) != 0 || Interlocked.Exchange(ref _sweeping, 1) != 0)
+        {
+            return;
+        }
+
+        try
+        {
+            long now = _timeProvider.GetTimestamp();
+            int expired = 0;
+            foreach (PoolSlot<T>? slot in _storage.Registered)
+            {
+                if (slot is null)
+                {
+                    continue;
+                }
+
+                if (_idleTimeout != 0 && slot.IsInPool)
+                {
+                    expired += StampIdle(slot, now);
+                }
+                else if (_leakDetectionThreshold != 0 && slot.IsRented)
+                {
+                    ReportIfLeaked(slot, now);
+                }
+            }
+
+            if (expired != 0 && AvailableCount > _minIdle)
+            {
+                // Failures of idle objects' Dispose have no caller to reach; the objects are gone either way.
+                TrimIdle(idleSince: now - _idleTimeout, out _);
+            }
+        }
+        catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
+        {
+            // Disposed mid-sweep: Dispose disposes what is left.
+        }
+        finally
+        {
+            Volatile.Write(ref _sweeping, 0);
+        }
+    }
+
+    /// <summary>Stamps an idle slot first seen idle now; returns 1 if it has been idle for longer than the idle timeout.</summary>
+    private int StampIdle(PoolSlot<T> slot, long now)
+    {
+        long idleSince = Volatile.Read(ref slot.IdleSince);
+        if (idleSince == 0)
+        {
+            // A release that races this stamp clears it again (see IsStaleOnRelease): idle from then.
+            Volatile.Write(ref slot.IdleSince, now);
+            return 0;
+        }
+
+        return now - idleSince >= _idleTimeout ? 1 : 0;
+    }
+
+    /// <summary>Raises <see cref="RentalLeakSuspected"/> for a rental held longer than the threshold and not yet reported.</summary>
+    private void ReportIfLeaked(PoolSlot<T> slot, long now)
+    {
+        long rental = Volatile.Read(ref slot.RentalNumber);
+        long rentedAt = Volatile.Read(ref slot.RentedAt);
+        StackTrace? takenAt = Volatile.Read(ref slot.TakenAt);
+        if (rental == 0 || takenAt is null || now - rentedAt < _leakDetectionThreshold || Volatile.Read(ref slot.LeakReportedFor) == rental)
+        {
+            return;
+        }
+
+        Volatile.Write(ref slot.LeakReportedFor, rental);
+
+        // The slot may have gone back (and out again) since these reads: report only if not.
+        if (!slot.IsRented || Volatile.Read(ref slot.RentalNumber) != rental)
+        {
+            return;
+        }
+
+        var args = new PoolLeakEventArgs(_name, _timeProvider.GetElapsedTime(rentedAt, now), takenAt);
+        try
+        {
+            RentalLeakSuspected?.Invoke(this, args);
+        }
+        catch (Exception)
+        {
+            // A handler's failure must not stop the timer, or the process with it (see the event's remarks).
+        }
+    }
+
+    /// <summary>Starts a tracked rental: when it began and where (leak detection).</summary>
+    private void BeginTrackedRental(PoolSlot<T> slot)
+    {
+        // Only the taker writes these; the number last, so a scan that reads it before and after
+        // the others and sees it unchanged read one rental's time and trace.
+        Volatile.Write(ref slot.TakenAt, new StackTrace(1, fNeedFileInfo: false));
+        Volatile.Write(ref slot.RentedAt, _timeProvider.GetTimestamp());
+        Volatile.Write(ref slot.RentalNumber, slot.RentalNumber + 1);
+    }
+
+    /// <summary>
+    /// Takes every idle object out, disposes those to trim, and stores the rest again, keeping at
+    /// least <paramref name="keep"/> idle (<see cref="PoolOptions.MinIdle"/> unless given).
+    /// </summary>
+    /// <param name="idleSince">
+    /// Trim only objects the idle sweep has seen idle since this timestamp or earlier;
+    /// <see langword="null"/> to trim any idle object.
+    /// </param>
+    /// <param name="failures">Exceptions from the objects' Dispose, if any threw.</param>
+    /// <param name="keep">How many idle objects to keep at least; -1 for <see cref="PoolOptions.MinIdle"/>.</param>
+    /// <returns>How many objects were disposed.</returns>
+    private int TrimIdle(long? idleSince, out List<Exception>? failures, int keep = -1)
+    {
+        failures = null;
+        keep = keep < 0 ? _minIdle : keep;
+        if (AvailableCount <= keep)
+        {
+            return 0;
+        }
+
+        // Inside the gate every cache can be emptied; the slots taken stay marked in-pool while out.
+        var idle = new List<PoolSlot<T>>();
+        _storage.EnterForeign();
+        try
+        {
+            while (_storage.TryTakeAny(out PoolSlot<T>? slot))
+            {
+                idle.Add(slot);
+            }
+        }
+        finally
+        {
+            _storage.ExitForeign();
+        }
+
+        // Oldest first: the first taken were the most recently stored, so they are the ones kept,
+        // and pushed last, they end up on top again.
+        int trimmed = 0;
+        int canTrim = idle.Count - keep;
+        for (int i = idle.Count - 1; i >= 0; i--)
+        {
+            PoolSlot<T> slot = idle[i];
+            long stamp = Volatile.Read(ref slot.IdleSince);
+            if (trimmed < canTrim && (idleSince is not { } limit || (stamp != 0 && stamp <= limit)))
+            {
+                trimmed++;
+                try
+                {
+                    Discard(slot, PoolMetrics.DiscardReason.Trimmed);
+                }
+                catch (Exception failure)
+                {
+                    (failures ??= []).Add(failure);
+                }
+            }
+            else
+            {
+                _storage.PushShared(slot);
+            }
+        }
+
+        // What every push owes; a pool disposed meanwhile disposes what was stored again.
+        try
+        {
+            ServeAfterSharedPush();
+        }
+        catch (Exception failure)
+        {
+            (failures ??= []).Add(failure);
+        }
+
+        return trimmed;
+    }
+}
