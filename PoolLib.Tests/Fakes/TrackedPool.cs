@@ -3,12 +3,17 @@ using System.Collections.Concurrent;
 namespace PoolLib.Tests.Fakes;
 
 /// <summary>A pool of <see cref="TrackedObject"/> that counts what it creates and cleans, with hooks to make either throw.</summary>
-internal sealed class TrackedPool : Pool<TrackedObject>
+internal class TrackedPool : Pool<TrackedObject>
 {
     private int _cleanUpCount;
 
     public TrackedPool(int maxCapacity)
         : base(maxCapacity)
+    {
+    }
+
+    public TrackedPool(PoolOptions options)
+        : base(options)
     {
     }
 

@@ -1,0 +1,104 @@
+using Microsoft.Extensions.Time.Testing;
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+// PoolOptions: every bad value is rejected in the constructor under the option's name, and the name
+// defaults to the pool type's.
+public sealed partial class PoolTests
+{
+    public static IEnumerable<TestCaseData> BadOptions()
+    {
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 0 }, "options.MaxCapacity").SetName("Constructor_MaxCapacityZero_ThrowsNamingIt");
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 4, MinIdle = -1 }, "options.MinIdle").SetName("Constructor_MinIdleNegative_ThrowsNamingIt");
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 4, MinIdle = 5 }, "options.MinIdle").SetName("Constructor_MinIdleAboveCap_ThrowsNamingIt");
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 4, IdleTimeout = TimeSpan.Zero }, "options.IdleTimeout").SetName("Constructor_IdleTimeoutZero_ThrowsNamingIt");
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 4, MaxObjectLifetime = TimeSpan.FromSeconds(-1) }, "options.MaxObjectLifetime").SetName("Constructor_MaxObjectLifetimeNegative_ThrowsNamingIt");
+        yield return new TestCaseData(new PoolOptions { MaxCapacity = 4, LeakDetectionThreshold = TimeSpan.Zero }, "options.LeakDetectionThreshold").SetName("Constructor_LeakDetectionThresholdZero_ThrowsNamingIt");
+    }
+
+    [TestCaseSource(nameof(BadOptions))]
+    public void Constructor_OptionOutOfRange_ThrowsNamingTheOption(PoolOptions options, string paramName)
+    {
+        var exception = Assert.Throws<ArgumentOutOfRangeException>(() => new TrackedPool(options));
+
+        Assert.That(exception!.ParamName, Is.EqualTo(paramName));
+    }
+
+    [TestCase("")]
+    [TestCase("  ")]
+    public void Constructor_BlankName_ThrowsNamingTheOption(string name)
+    {
+        var exception = Assert.Throws<ArgumentException>(() => new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = name }));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("options.Name"));
+    }
+
+    [Test]
+    public void Constructor_NullOptions_Throws()
+    {
+        var exception = Assert.Throws<ArgumentNullException>(() => new TrackedPool(options: null!));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("options"));
+    }
+
+    [Test]
+    public void Name_NotSet_IsThePoolTypesName()
+    {
+        using var pool = new TrackedPool(1);
+
+        Assert.That(pool.Name, Is.EqualTo(nameof(TrackedPool)));
+    }
+
+    [Test]
+    public void Name_Set_IsTheOptionsName()
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = "buffers" });
+
+        Assert.That(pool.Name, Is.EqualTo("buffers"));
+    }
+
+    [Test]
+    public void Constructor_OptionsChangedAfterwards_PoolKeepsWhatItRead()
+    {
+        var options = new PoolOptions { MaxCapacity = 2, Name = "first" };
+        using var pool = new TrackedPool(options);
+
+        options.MaxCapacity = 10;
+        options.Name = "second";
+
+        Assert.That(pool.MaxCapacity, Is.EqualTo(2));
+        Assert.That(pool.Name, Is.EqualTo("first"));
+    }
+
+    [Test]
+    public void Release_ObjectOlderThanMaxObjectLifetime_DisposesItInsteadOfStoring()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, MaxObjectLifetime = TimeSpan.FromMinutes(10), TimeProvider = time });
+        PoolSlot<TrackedObject> young = pool.TakeSlot();
+        pool.Release(young);
+        PoolSlot<TrackedObject> old = pool.TakeSlot();
+
+        time.Advance(TimeSpan.FromMinutes(10));
+        pool.Release(old);
+
+        Assert.That(old.Object.DisposeCount, Is.EqualTo(1));
+        Assert.That(pool.CleanUpCount, Is.EqualTo(1), "CleanUp ran only for the release that stored its object");
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void Release_ObjectYoungerThanMaxObjectLifetime_StoresIt()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, MaxObjectLifetime = TimeSpan.FromMinutes(10), TimeProvider = time });
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+
+        time.Advance(TimeSpan.FromMinutes(9));
+        pool.Release(slot);
+
+        Assert.That(slot.Object.DisposeCount, Is.Zero);
+        AssertCounts(pool, total: 1, available: 1);
+    }
+}

@@ -1,0 +1,211 @@
+using Microsoft.Extensions.Time.Testing;
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+// Trim, Clear and the idle timer: idle objects (those in per-thread caches included) are disposed
+// down to MinIdle, rented ones are never touched, and the timer allocates nothing while nothing is idle.
+public sealed partial class PoolTests
+{
+    private static readonly TimeSpan s_idleTimeout = TimeSpan.FromMinutes(1);
+
+    // The idle timer ticks every quarter of the idle timeout.
+    private static readonly TimeSpan s_idleTick = s_idleTimeout / 4;
+
+    [Test]
+    public void Trim_IdleObjects_DisposesDownToMinIdleAndSaysHowMany()
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 8, MinIdle = 2 });
+        pool.Prewarm(5);
+        PoolSlot<TrackedObject> rented = pool.TakeSlot();
+
+        int trimmed = pool.Trim();
+
+        Assert.That(trimmed, Is.EqualTo(2));
+        Assert.That(pool.Created.Count(created => created.DisposeCount == 1), Is.EqualTo(2));
+        Assert.That(rented.Object.DisposeCount, Is.Zero);
+        AssertCounts(pool, total: 3, available: 2);
+    }
+
+    [Test]
+    public void Trim_ObjectsKeptInAnotherThreadsCache_CountsThemAsIdle()
+    {
+        using var pool = new TrackedPool(4);
+        OnOwnThread(() => ReleaseAll(pool, pool.TakeSlot(), pool.TakeSlot(), pool.TakeSlot()));
+
+        int trimmed = pool.Trim();
+
+        Assert.That(trimmed, Is.EqualTo(3));
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.IsForeignAccessGateClosed, Is.False);
+    }
+
+    [Test]
+    public void Trim_AtMinIdle_DisposesNothing()
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, MinIdle = 2 });
+        pool.Prewarm(2);
+
+        Assert.That(pool.Trim(), Is.Zero);
+        AssertCounts(pool, total: 2, available: 2);
+    }
+
+    [Test]
+    public void Trim_KeepsTheMostRecentlyReturned()
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, MinIdle = 1 });
+        PoolSlot<TrackedObject> older = pool.TakeSlot();
+        PoolSlot<TrackedObject> newer = pool.TakeSlot();
+        pool.Release(older);
+        pool.Release(newer);
+
+        pool.Trim();
+
+        Assert.That(newer.Object.DisposeCount, Is.Zero);
+        Assert.That(older.Object.DisposeCount, Is.EqualTo(1));
+    }
+
+    [Test]
+    public void Trim_ObjectThrowsFromDispose_DisposesTheRestAndThrows()
+    {
+        using var pool = new TrackedPool(4);
+        pool.Prewarm(3);
+        pool.Created.First().DisposeFailure = new InvalidOperationException("broken");
+
+        Assert.Throws<InvalidOperationException>(() => pool.Trim());
+
+        Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void Trim_AfterDispose_Throws()
+    {
+        var pool = new TrackedPool(1);
+        pool.Dispose();
+
+        Assert.Throws<ObjectDisposedException>(() => pool.Trim());
+        Assert.Throws<ObjectDisposedException>(pool.Clear);
+    }
+
+    [Test]
+    public void Clear_DisposesIdleNowAndRentedWhenReleased()
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, MinIdle = 2 });
+        pool.Prewarm(2);
+        PoolSlot<TrackedObject> rented = pool.TakeSlot();
+        PoolSlot<TrackedObject> idle = pool.TakeSlot();
+        pool.Release(idle);
+
+        pool.Clear();
+
+        Assert.That(idle.Object.DisposeCount, Is.EqualTo(1), "idle objects go at once, MinIdle or not");
+        Assert.That(rented.Object.DisposeCount, Is.Zero, "rented objects stay usable");
+        pool.Release(rented);
+        Assert.That(rented.Object.DisposeCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void Clear_ObjectsMadeAfterwards_AreStoredAsUsual()
+    {
+        using var pool = new TrackedPool(2);
+        pool.Prewarm(1);
+        pool.Clear();
+
+        PoolSlot<TrackedObject> fresh = pool.TakeSlot();
+        pool.Release(fresh);
+
+        Assert.That(fresh.Object.DisposeCount, Is.Zero);
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
+    public void IdleTimer_ObjectsIdleLongerThanTheTimeout_TrimmedDownToMinIdle()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, MinIdle = 1, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        ReleaseAll(pool, pool.TakeSlot(), pool.TakeSlot(), pool.TakeSlot());
+
+        AdvanceInTicks(time, s_idleTimeout);
+        Assert.That(pool.AvailableCount, Is.EqualTo(3), "not trimmed before the idle timeout");
+
+        AdvanceInTicks(time, s_idleTick);
+        AssertCounts(pool, total: 1, available: 1);
+        Assert.That(pool.Created.Count(created => created.DisposeCount == 1), Is.EqualTo(2));
+    }
+
+    [Test]
+    public void IdleTimer_ObjectUsedMeanwhile_IsNotTrimmed()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> used = pool.TakeSlot();
+        PoolSlot<TrackedObject> unused = pool.TakeSlot();
+        ReleaseAll(pool, unused, used);
+
+        AdvanceInTicks(time, s_idleTimeout - s_idleTick);
+        pool.Release(pool.TakeSlot());
+        AdvanceInTicks(time, 2 * s_idleTick);
+
+        Assert.That(unused.Object.DisposeCount, Is.EqualTo(1));
+        Assert.That(used.Object.DisposeCount, Is.Zero);
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
+    public void IdleTimer_RentedObjects_AreNeverTrimmed()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> rented = pool.TakeSlot();
+
+        AdvanceInTicks(time, 3 * s_idleTimeout);
+
+        Assert.That(rented.Object.DisposeCount, Is.Zero);
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
+    [Test]
+    public void IdleTimer_NothingIdleOrNothingExpired_AllocatesNothing()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> rented = pool.TakeSlot();
+        pool.Release(pool.TakeSlot());
+        pool.RunMaintenance();
+
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < 100; i++)
+        {
+            pool.RunMaintenance();
+        }
+
+        long allocated = GC.GetAllocatedBytesForCurrentThread() - before;
+
+        Assert.That(allocated, Is.Zero);
+        pool.Release(rented);
+    }
+
+    [Test]
+    public void IdleTimer_PoolDisposed_StopsAndLeavesNothing()
+    {
+        var time = new FakeTimeProvider();
+        var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        pool.Release(pool.TakeSlot());
+
+        pool.Dispose();
+        AdvanceInTicks(time, 2 * s_idleTimeout);
+
+        Assert.That(pool.Created.Single().DisposeCount, Is.EqualTo(1));
+    }
+
+    /// <summary>Moves fake time on one idle-timer tick at a time, so the timer runs at each.</summary>
+    private static void AdvanceInTicks(FakeTimeProvider time, TimeSpan span)
+    {
+        for (TimeSpan done = TimeSpan.Zero; done < span; done += s_idleTick)
+        {
+            time.Advance(s_idleTick);
+        }
+    }
+}
