@@ -10,6 +10,11 @@ internal sealed class ValidatingPool : TrackedPool
     {
     }
 
+    public ValidatingPool(PoolOptions options)
+        : base(options)
+    {
+    }
+
     /// <summary>Decides Validate; every object is valid while it is null.</summary>
     public Func<TrackedObject, bool>? OnValidate { get; set; }
 
