@@ -6,11 +6,16 @@ namespace PoolBench;
 internal sealed class BenchItemPool : Pool<BenchItem>
 {
     public BenchItemPool(int capacity)
-        : base(capacity)
+        : this(new PoolOptions { MaxCapacity = capacity })
     {
-        if (!TryAllocatePush(capacity))
+    }
+
+    public BenchItemPool(PoolOptions options)
+        : base(options)
+    {
+        if (!TryAllocatePush(options.MaxCapacity))
         {
-            throw new InvalidOperationException($"could not pre-fill the pool with {capacity} objects");
+            throw new InvalidOperationException($"could not pre-fill the pool with {options.MaxCapacity} objects");
         }
     }
 

@@ -1,13 +1,26 @@
 namespace PoolBench;
 
 /// <summary>Our <c>Pool&lt;T&gt;</c>: when all <c>capacity</c> objects are out, a take waits for a return.</summary>
-internal readonly struct OurPoolUnderTest(int capacity) : IPoolUnderTest
+internal readonly struct OurPoolUnderTest : IPoolUnderTest
 {
     public const string Name = "Pool<T>";
 
-    private readonly BenchItemPool _pool = new(capacity);
+    private readonly BenchItemPool _pool;
 
-    public string Impl => Name;
+    /// <summary>Our pool with default options, as every comparison cell runs it.</summary>
+    public OurPoolUnderTest(int capacity)
+        : this(new BenchItemPool(capacity), Name)
+    {
+    }
+
+    /// <summary>A pool configured by the caller, under its own name in the tables (the options-cost cell).</summary>
+    public OurPoolUnderTest(BenchItemPool pool, string impl)
+    {
+        _pool = pool;
+        Impl = impl;
+    }
+
+    public string Impl { get; }
 
     public BenchItem Take() => _pool.TakeSlot().Object;
 

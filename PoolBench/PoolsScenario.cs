@@ -1,3 +1,6 @@
+using System.Diagnostics.Metrics;
+using PoolLib;
+
 namespace PoolBench;
 
 /// <summary>
@@ -9,6 +12,8 @@ namespace PoolBench;
 /// </summary>
 internal sealed class PoolsScenario(BenchOptions options)
 {
+    private const int OptionsCostCapacity = 64;
+
     private static readonly int[] s_capacities = [8, 64, 1024];
     private static readonly int[] s_workers = [1, 2, 4, 25];
     private static readonly string[] s_impls = [OurPoolUnderTest.Name, "DefaultObjectPool", "ConcurrentBag", "ConcurrentStack", "new"];
@@ -64,6 +69,9 @@ internal sealed class PoolsScenario(BenchOptions options)
             }
         }
 
+        OptionsCost(report, measurement).Print(
+            $"pools: what the options cost, short rental, capacity {OptionsCostCapacity}, 1 worker (median of {measurement.Iterations}; " +
+            $"vs DefaultObjectPool = its ns / DefaultObjectPool's, below 1 means faster){options.QuickLabel}");
         KeyRatios(results).Print($"pools: key ratios, its ns / ours at the median (above 1 means ours is faster){options.QuickLabel}");
         PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
         Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
@@ -73,6 +81,73 @@ internal sealed class PoolsScenario(BenchOptions options)
             $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
             $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
         Console.WriteLine();
+    }
+
+    /// <summary>
+    /// The one-worker short-rental cell for our pool with default options, with a listener on its
+    /// meter, with the options that act on every release, and with leak detection, against
+    /// <c>DefaultObjectPool</c> measured first as the fixed point.
+    /// </summary>
+    private static MarkdownTable OptionsCost(BenchReport report, Measurement measurement)
+    {
+        var table = new MarkdownTable("impl", "ns/pair", "min–max", "B/pair", "vs DefaultObjectPool");
+        var cell = new PoolsCell(report, measurement, RentalPattern.Short, OptionsCostCapacity, workers: 1, oursNs: null);
+        PoolsResult? fixedPoint = cell.Measure(new DefaultObjectPoolUnderTest(OptionsCostCapacity));
+        AddOptionsCostRow(report, table, fixedPoint, fixedPoint);
+        cell = new PoolsCell(report, measurement, RentalPattern.Short, OptionsCostCapacity, workers: 1, oursNs: fixedPoint?.NsPerOp);
+
+        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(OptionsCostCapacity), "Pool<T>, default options")), fixedPoint);
+        using (MeterListener listener = ListenToPoolLib())
+        {
+            AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(OptionsCostCapacity), "Pool<T>, MeterListener on PoolLib")), fixedPoint);
+        }
+
+        var releaseChecks = new PoolOptions
+        {
+            MaxCapacity = OptionsCostCapacity,
+            MaxObjectLifetime = TimeSpan.FromHours(1),
+            IdleTimeout = TimeSpan.FromMinutes(1),
+            MinIdle = 1,
+        };
+        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(releaseChecks), "Pool<T>, MaxObjectLifetime + IdleTimeout")), fixedPoint);
+        var leakDetection = new PoolOptions { MaxCapacity = OptionsCostCapacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) };
+        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(leakDetection), "Pool<T>, LeakDetectionThreshold")), fixedPoint);
+        return table;
+    }
+
+    private static void AddOptionsCostRow(BenchReport report, MarkdownTable table, PoolsResult? result, PoolsResult? fixedPoint)
+    {
+        if (result is null)
+        {
+            return;
+        }
+
+        report.Add(result);
+        table.Row(
+            result.Impl,
+            CellText.Number(result.NsPerOp),
+            CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
+            CellText.Number(result.BytesPerOp, 2),
+            CellText.Ratio(result.NsPerOp / fixedPoint?.NsPerOp));
+    }
+
+    /// <summary>A listener that enables every instrument of the PoolLib meter and takes every measurement, as a metrics exporter would.</summary>
+    private static MeterListener ListenToPoolLib()
+    {
+        var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, listener) =>
+            {
+                if (instrument.Meter.Name == "PoolLib")
+                {
+                    listener.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<long>(static (instrument, value, tags, state) => { });
+        listener.SetMeasurementEventCallback<double>(static (instrument, value, tags, state) => { });
+        listener.Start();
+        return listener;
     }
 
     /// <summary>How many objects the workers of a cell want at once, against the capacity.</summary>

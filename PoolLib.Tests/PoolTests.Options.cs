@@ -89,6 +89,19 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public void MaintenanceTimer_IdleObjectsPastMaxObjectLifetime_DisposedEvenBelowMinIdle()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, MinIdle = 2, MaxObjectLifetime = TimeSpan.FromMinutes(10), TimeProvider = time });
+        pool.Prewarm(2);
+
+        time.Advance(TimeSpan.FromMinutes(10));
+
+        Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
     public void Release_ObjectYoungerThanMaxObjectLifetime_StoresIt()
     {
         var time = new FakeTimeProvider();

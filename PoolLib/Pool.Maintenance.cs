@@ -37,6 +37,11 @@ public abstract partial class Pool<T>
     public int Trim()
     {
         ThrowIfDisposed();
+        if (AvailableCount <= _minIdle)
+        {
+            return 0;
+        }
+
         int trimmed = TrimIdle(idleSince: null, out List<Exception>? failures);
         if (failures is not null)
         {
@@ -75,13 +80,15 @@ public abstract partial class Pool<T>
     /// <summary>Starts the maintenance timer if an option needs it.</summary>
     private void StartMaintenance(PoolOptions options)
     {
-        TimeSpan? shortest = (options.IdleTimeout, options.LeakDetectionThreshold) switch
+        TimeSpan? shortest = null;
+        foreach (TimeSpan? option in (ReadOnlySpan<TimeSpan?>)[options.IdleTimeout, options.LeakDetectionThreshold, options.MaxObjectLifetime])
         {
-            ({ } idle, { } leak) => idle < leak ? idle : leak,
-            ({ } idle, null) => idle,
-            (null, { } leak) => leak,
-            _ => null,
-        };
+            if (option is { } candidate && (shortest is null || candidate < shortest))
+            {
+                shortest = candidate;
+            }
+        }
+
         if (shortest is not { } span)
         {
             return;
@@ -115,9 +122,11 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>
-    /// One tick of the timer: stamps idle slots with the time they were first seen idle, trims those
-    /// idle for longer than <see cref="PoolOptions.IdleTimeout"/> (down to <see cref="PoolOptions.MinIdle"/>),
-    /// and reports rentals held longer than <see cref="PoolOptions.LeakDetectionThreshold"/>.
+    /// One tick of the timer: marks objects older than <see cref="PoolOptions.MaxObjectLifetime"/>
+    /// (a release then discards them, and idle ones are discarded here), stamps idle slots with the
+    /// time they were first seen idle, trims those idle for longer than <see cref="PoolOptions.IdleTimeout"/>
+    /// (down to <see cref="PoolOptions.MinIdle"/>), and reports rentals held longer than
+    /// <see cref="PoolOptions.LeakDetectionThreshold"/>.
     /// </summary>
     /// <remarks>Allocates nothing unless it finds an object to trim or a rental to report.</remarks>
     private void Maintain()
@@ -130,7 +139,8 @@ public abstract partial class Pool<T>
         try
         {
             long now = _timeProvider.GetTimestamp();
-            int expired = 0;
+            int idleTooLong = 0;
+            int idleTooOld = 0;
             foreach (PoolSlot<T>? slot in _storage.Registered)
             {
                 if (slot is null)
@@ -138,9 +148,15 @@ public abstract partial class Pool<T>
                     continue;
                 }
 
-                if (_idleTimeout != 0 && slot.IsInPool)
+                if (_maxObjectLifetime != 0 && !slot.Expired && now - slot.CreatedAt >= _maxObjectLifetime)
                 {
-                    expired += StampIdle(slot, now);
+                    Volatile.Write(ref slot.Expired, true);
+                }
+
+                if (slot.IsInPool)
+                {
+                    idleTooOld += slot.Expired ? 1 : 0;
+                    idleTooLong += _idleTimeout != 0 ? StampIdle(slot, now) : 0;
                 }
                 else if (_leakDetectionThreshold != 0 && slot.IsRented)
                 {
@@ -148,10 +164,10 @@ public abstract partial class Pool<T>
                 }
             }
 
-            if (expired != 0 && AvailableCount > _minIdle)
+            if (idleTooOld != 0 || (idleTooLong != 0 && AvailableCount > _minIdle))
             {
                 // Failures of idle objects' Dispose have no caller to reach; the objects are gone either way.
-                TrimIdle(idleSince: now - _idleTimeout, out _);
+                TrimIdle(idleSince: _idleTimeout != 0 ? now - _idleTimeout : long.MinValue, out _);
             }
         }
         catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
@@ -219,8 +235,9 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>
-    /// Takes every idle object out, disposes those to trim, and stores the rest again, keeping at
-    /// least <paramref name="keep"/> idle (<see cref="PoolOptions.MinIdle"/> unless given).
+    /// Takes every idle object out, disposes those past their lifetime and those to trim, and stores
+    /// the rest again, keeping at least <paramref name="keep"/> of those within their lifetime idle
+    /// (<see cref="PoolOptions.MinIdle"/> unless given).
     /// </summary>
     /// <param name="idleSince">
     /// Trim only objects the idle sweep has seen idle since this timestamp or earlier;
@@ -233,7 +250,7 @@ public abstract partial class Pool<T>
     {
         failures = null;
         keep = keep < 0 ? _minIdle : keep;
-        if (AvailableCount <= keep)
+        if (AvailableCount == 0)
         {
             return 0;
         }
@@ -255,27 +272,31 @@ public abstract partial class Pool<T>
 
         // Oldest first: the first taken were the most recently stored, so they are the ones kept,
         // and pushed last, they end up on top again.
-        int trimmed = 0;
-        int canTrim = idle.Count - keep;
+        int disposed = 0;
+        int canTrim = idle.Count(slot => !slot.Expired) - keep;
         for (int i = idle.Count - 1; i >= 0; i--)
         {
             PoolSlot<T> slot = idle[i];
             long stamp = Volatile.Read(ref slot.IdleSince);
-            if (trimmed < canTrim && (idleSince is not { } limit || (stamp != 0 && stamp <= limit)))
-            {
-                trimmed++;
-                try
-                {
-                    Discard(slot, PoolMetrics.DiscardReason.Trimmed);
-                }
-                catch (Exception failure)
-                {
-                    (failures ??= []).Add(failure);
-                }
-            }
-            else
+            PoolMetrics.DiscardReason? reason =
+                slot.Expired ? PoolMetrics.DiscardReason.Expired
+                : canTrim > 0 && (idleSince is not { } limit || (stamp != 0 && stamp <= limit)) ? PoolMetrics.DiscardReason.Trimmed
+                : null;
+            if (reason is null)
             {
                 _storage.PushShared(slot);
+                continue;
+            }
+
+            canTrim -= reason == PoolMetrics.DiscardReason.Trimmed ? 1 : 0;
+            disposed++;
+            try
+            {
+                Discard(slot, reason);
+            }
+            catch (Exception failure)
+            {
+                (failures ??= []).Add(failure);
             }
         }
 
@@ -289,6 +310,6 @@ public abstract partial class Pool<T>
             (failures ??= []).Add(failure);
         }
 
-        return trimmed;
+        return disposed;
     }
 }

@@ -592,7 +592,8 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             return true;
         }
 
-        if ((checks & EnforceLifetime) != 0 && _timeProvider.GetTimestamp() - slot.CreatedAt >= _maxObjectLifetime)
+        // The maintenance timer marks objects past their lifetime, so a release reads no clock.
+        if ((checks & EnforceLifetime) != 0 && Volatile.Read(ref slot.Expired))
         {
             return true;
         }

@@ -31,8 +31,13 @@ public sealed class PoolOptions
 
     /// <summary>
     /// Gets or sets how long an object may live: one older than this is disposed when it is released
-    /// instead of stored; <see langword="null"/> (the default) for no limit.
+    /// instead of stored, or by a background timer if it is idle; <see langword="null"/> (the default) for no limit.
     /// </summary>
+    /// <remarks>
+    /// The timer checks ages every quarter of the shortest of this, <see cref="IdleTimeout"/> and
+    /// <see cref="LeakDetectionThreshold"/>, so an object may outlive this by up to that much; a
+    /// release itself reads no clock.
+    /// </remarks>
     public TimeSpan? MaxObjectLifetime { get; set; }
 
     /// <summary>

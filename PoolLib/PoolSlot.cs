@@ -44,11 +44,13 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     internal int DepthInStack;
 
     // The pool's optional features, each written only while its option is on. CreatedAt and
-    // Generation are set once, when the object is made. IdleSince is 0 from each release until the
+    // Generation are set once, when the object is made; Expired is set once, by the maintenance
+    // timer, when the object has outlived MaxObjectLifetime. IdleSince is 0 from each release until the
     // pool's idle sweep first sees the slot in the pool, then that sweep's timestamp. RentalNumber,
     // RentedAt and TakenAt describe the current rental (leak detection); LeakReportedFor is the
     // number of the last rental reported, so each rental is reported once.
     internal long CreatedAt;
+    internal bool Expired;
     internal int Generation;
     internal long IdleSince;
     internal long RentalNumber;
