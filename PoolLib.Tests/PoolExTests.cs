@@ -168,6 +168,24 @@ public sealed class PoolExTests
         return pool;
     }
 
+    [Test]
+    public void Constructor_Options_AppliesThem()
+    {
+        using var pool = new OptionsBufferPool(new PoolOptions { MaxCapacity = 2, Name = "buffers" });
+
+        PooledBuffer buffer = pool.TakeObject();
+
+        Assert.That(pool.Name, Is.EqualTo("buffers"));
+        Assert.That(pool.MaxCapacity, Is.EqualTo(2));
+        Assert.That(buffer.PoolSlot, Is.Not.Null);
+        pool.Release(buffer);
+    }
+
+    private sealed class OptionsBufferPool(PoolOptions options) : PoolEx<PooledBuffer>(options)
+    {
+        protected override PooledBuffer ObjectConstructor() => new();
+    }
+
     private sealed class PooledBuffer : IPoolSlotHolder<PooledBuffer>, IDisposable
     {
         private int _disposeCount;

@@ -20,6 +20,16 @@ public abstract class PoolEx<T> : Pool<T> where T : class, IPoolSlotHolder<T>
     {
     }
 
+    /// <summary>Initialises a pool as <paramref name="options"/> say; see <see cref="Pool{T}(PoolOptions)"/>.</summary>
+    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range; the parameter name names it.</exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
+    protected PoolEx(PoolOptions options)
+        : base(options)
+    {
+    }
+
     /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
     /// <returns>The rented object; give it back with <see cref="Release(T)"/>.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
