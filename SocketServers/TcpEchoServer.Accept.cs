@@ -75,10 +75,29 @@ public sealed partial class TcpEchoServer
         }
     }
 
+    /// <summary>Runs on each accepted socket before its connection is set up; for tests that make the set-up fail.</summary>
+    internal Action<Socket>? BeforeConnectionSetup { get; set; }
+
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
-        socket.NoDelay = true;
-        var connection = new Connection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+        Connection connection;
+        try
+        {
+            BeforeConnectionSetup?.Invoke(socket);
+            socket.NoDelay = true;
+            connection = new Connection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+        }
+        catch (Exception ex)
+        {
+            // One socket failed (typically a peer that reset before we got to it): close it, give its
+            // slot back, and keep accepting.
+            socket.Dispose();
+            Pool.Release(slot);
+            CountDrop();
+            s_logger.Debug(ex, "TCP connection on {EndPoint} closed during set-up", LocalEndPoint);
+            return;
+        }
+
         _connections.TryAdd(connection, 0);
         CountConnectionOpened();
         ThreadPool.UnsafeQueueUserWorkItem(connection, preferLocal: false);

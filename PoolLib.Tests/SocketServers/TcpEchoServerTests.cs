@@ -335,6 +335,37 @@ public sealed class TcpEchoServerTests
         await Assert.ThrowsAsync<SocketException>(async () => (await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken)).Dispose());
     }
 
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Accept_SetUpOfOneSocketThrows_ClosesItReleasesItsSlotAndKeepsAccepting(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
+        int setUps = 0;
+        server.BeforeConnectionSetup = _ =>
+        {
+            if (Interlocked.Increment(ref setUps) == 1)
+            {
+                throw new SocketException((int)SocketError.ConnectionReset);
+            }
+        };
+
+        using Socket failed = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        int read;
+        try
+        {
+            read = await failed.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+        }
+        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
+        {
+            read = 0;
+        }
+
+        Assert.That(read, Is.Zero, "the failed connection is closed");
+        await AssertStillServesAsync(server, cancellationToken);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+        Assert.That(setUps, Is.EqualTo(2));
+    }
+
     private static TcpEchoServerOptions LoopbackOptions() => new() { Address = IPAddress.Loopback, Port = 0 };
 
     private static async Task<TcpEchoServer> StartAsync(Action<TcpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)
