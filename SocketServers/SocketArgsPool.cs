@@ -6,7 +6,7 @@ namespace SocketServers;
 
 /// <summary>
 /// A pool of <see cref="SocketAsyncEventArgs"/>, each owning one pinned buffer of <see cref="BufferSize"/>
-/// bytes and carrying its <see cref="PoolSlot{T}"/> in <see cref="SocketAsyncEventArgs.UserToken"/>.
+/// bytes (or none, when that is 0) and carrying its <see cref="PoolSlot{T}"/> in <see cref="SocketAsyncEventArgs.UserToken"/>.
 /// </summary>
 /// <remarks>
 /// <para>
@@ -27,14 +27,17 @@ namespace SocketServers;
 public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
 {
     /// <summary>Creates a pool of args with <paramref name="bufferSize"/>-byte buffers.</summary>
-    /// <param name="bufferSize">The size in bytes of each args' buffer; at least 1.</param>
+    /// <param name="bufferSize">
+    /// The size in bytes of each args' buffer; 0 for args without a buffer of their own, whose user
+    /// sets one per operation (a TCP connection that borrows a buffer only while data is there).
+    /// </param>
     /// <param name="maxCapacity">The most args that ever exist at once; at least 1.</param>
     /// <param name="initialCount">How many args to create up front (0 to <paramref name="maxCapacity"/>).</param>
     /// <exception cref="ArgumentOutOfRangeException">An argument is out of its range.</exception>
     public SocketArgsPool(int bufferSize, int maxCapacity, int initialCount = 0)
         : base(maxCapacity)
     {
-        ArgumentOutOfRangeException.ThrowIfLessThan(bufferSize, 1);
+        ArgumentOutOfRangeException.ThrowIfNegative(bufferSize);
         ArgumentOutOfRangeException.ThrowIfNegative(initialCount);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(initialCount, maxCapacity);
         BufferSize = bufferSize;
@@ -49,7 +52,7 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
 
     /// <inheritdoc/>
     protected override SocketAsyncEventArgs ObjectConstructor()
-        => new PooledSocketArgs(GC.AllocateArray<byte>(BufferSize, pinned: true));
+        => new PooledSocketArgs(BufferSize == 0 ? [] : GC.AllocateArray<byte>(BufferSize, pinned: true));
 
     /// <inheritdoc/>
     protected override void HoldSlotInObject(SocketAsyncEventArgs @object, PoolSlot<SocketAsyncEventArgs> slot)
@@ -64,7 +67,15 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
             args.BufferList = null;
         }
 
-        args.SetBuffer(args.OwnBuffer, 0, args.OwnBuffer.Length);
+        if (args.OwnBuffer.Length == 0)
+        {
+            args.SetBuffer(null, 0, 0);
+        }
+        else
+        {
+            args.SetBuffer(args.OwnBuffer, 0, args.OwnBuffer.Length);
+        }
+
         args.AcceptSocket = null;
         args.RemoteEndPoint = null;
         args.SocketFlags = SocketFlags.None;

@@ -47,7 +47,6 @@ public sealed partial class TcpEchoServer
                 {
                     Socket accepted = args.AcceptSocket!;
                     args.AcceptSocket = null;
-                    args.SetBuffer(args.OwnBuffer, 0, args.OwnBuffer.Length);
                     StartConnection(slot, args, accepted);
                     continue;
                 }

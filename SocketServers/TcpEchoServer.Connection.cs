@@ -81,38 +81,29 @@ public sealed partial class TcpEchoServer
             SocketError error = SocketError.Success;
             try
             {
-                int bufferSize = _args.OwnBuffer.Length;
-                while (true)
+                Pool<byte[]> buffers = _server._buffers;
+                bool open = true;
+                while (open)
                 {
-                    _args.SetBuffer(0, bufferSize);
+                    // Wait for data with no buffer (a zero-byte receive): an idle connection holds none.
+                    _args.SetBuffer(null, 0, 0);
                     await _args.ReceiveAsync(_socket).ConfigureAwait(false);
                     error = _args.SocketError;
-                    int received = _args.BytesTransferred;
-                    if (error != SocketError.Success || received == 0)
-                    {
-                        break;
-                    }
-
-                    Volatile.Write(ref _lastActivity, Environment.TickCount64);
-                    int sent = 0;
-                    while (sent < received && error == SocketError.Success)
-                    {
-                        _args.SetBuffer(sent, received - sent);
-                        await _args.SendAsync(_socket).ConfigureAwait(false);
-                        error = _args.SocketError;
-                        sent += _args.BytesTransferred;
-                        Volatile.Write(ref _lastActivity, Environment.TickCount64);
-                    }
-
                     if (error != SocketError.Success)
                     {
                         break;
                     }
 
-                    _server.CountEcho(received);
-                    if (s_logger.IsTraceEnabled)
+                    // Never waits: a connection holds at most one buffer, and there are as many as connections.
+                    PoolSlot<byte[]> buffer = buffers.TakeSlot();
+                    try
                     {
-                        s_logger.Trace("TCP connection {ConnectionId} echoed {Bytes} bytes", _id, received);
+                        (open, error) = await EchoWhileDataAsync(buffer.Object).ConfigureAwait(false);
+                    }
+                    finally
+                    {
+                        _args.SetBuffer(null, 0, 0);
+                        buffers.Release(buffer);
                     }
                 }
             }
@@ -128,6 +119,53 @@ public sealed partial class TcpEchoServer
             finally
             {
                 Close(error);
+            }
+        }
+
+        /// <summary>
+        /// Receives into <paramref name="buffer"/> and echoes, for as long as each receive fills the
+        /// buffer (more is likely waiting); returns when the data is drained, at end of stream or on an error.
+        /// </summary>
+        /// <returns>Whether the connection is still open, and the last socket error.</returns>
+        private async ValueTask<(bool Open, SocketError Error)> EchoWhileDataAsync(byte[] buffer)
+        {
+            while (true)
+            {
+                _args.SetBuffer(buffer, 0, buffer.Length);
+                await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+                SocketError error = _args.SocketError;
+                int received = _args.BytesTransferred;
+                if (error != SocketError.Success || received == 0)
+                {
+                    return (false, error);
+                }
+
+                Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                int sent = 0;
+                while (sent < received)
+                {
+                    _args.SetBuffer(sent, received - sent);
+                    await _args.SendAsync(_socket).ConfigureAwait(false);
+                    error = _args.SocketError;
+                    if (error != SocketError.Success)
+                    {
+                        return (false, error);
+                    }
+
+                    sent += _args.BytesTransferred;
+                    Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                }
+
+                _server.CountEcho(received);
+                if (s_logger.IsTraceEnabled)
+                {
+                    s_logger.Trace("TCP connection {ConnectionId} echoed {Bytes} bytes", _id, received);
+                }
+
+                if (received < buffer.Length)
+                {
+                    return (true, SocketError.Success);
+                }
             }
         }
 

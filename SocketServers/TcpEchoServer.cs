@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using NLog;
+using PoolLib;
 
 namespace SocketServers;
 
@@ -28,9 +29,16 @@ public sealed partial class TcpEchoServer : EchoServer
 {
     private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
 
+    // How long a receive buffer no connection needs stays allocated.
+    private static readonly TimeSpan s_bufferIdleTimeout = TimeSpan.FromSeconds(10);
+
     private readonly IPEndPoint _endPoint;
     private readonly TimeSpan _idleTimeout;
     private readonly int _listenBacklog;
+
+    // The receive buffers, lent to a connection only while data is there; one per connection at most,
+    // so a take never waits, and idle ones go back to the GC after a while.
+    private readonly Pool<byte[]> _buffers;
 
     // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
     private readonly ConcurrentDictionary<Connection, byte> _connections = new();
@@ -58,8 +66,12 @@ public sealed partial class TcpEchoServer : EchoServer
     /// <param name="options">The settings, copied now.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), options.BufferSize, options.MaxConnections)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections)
     {
+        int bufferSize = options.BufferSize;
+        _buffers = PoolLib.Pool.Create(
+            new PoolOptions { MaxCapacity = options.MaxConnections, Name = "tcp-echo-buffers", IdleTimeout = s_bufferIdleTimeout },
+            () => GC.AllocateArray<byte>(bufferSize, pinned: true));
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
@@ -125,9 +137,13 @@ public sealed partial class TcpEchoServer : EchoServer
         }
     }
 
+    /// <summary>Gets how many receive buffers connections hold right now; for tests that check idle connections hold none.</summary>
+    internal int BuffersInUse => _buffers.TotalCount - _buffers.AvailableCount;
+
     private protected override Task CloseAsync()
     {
         s_logger.Info("TCP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
+        _buffers.Dispose();
         return Task.CompletedTask;
     }
 

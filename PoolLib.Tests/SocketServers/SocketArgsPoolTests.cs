@@ -6,13 +6,29 @@ namespace PoolLib.Tests.SocketServers;
 
 public sealed class SocketArgsPoolTests
 {
-    [TestCase(0)]
     [TestCase(-1)]
-    public void Constructor_BufferSizeBelowOne_Throws(int bufferSize)
+    [TestCase(int.MinValue)]
+    public void Constructor_NegativeBufferSize_Throws(int bufferSize)
     {
         var exception = Assert.Throws<ArgumentOutOfRangeException>(() => _ = new SocketArgsPool(bufferSize, 4));
 
         Assert.That(exception!.ParamName, Is.EqualTo("bufferSize"));
+    }
+
+    [Test]
+    public void TakeSlot_BufferSizeZero_ArgsHasNoBufferBeforeAndAfterARental()
+    {
+        using var pool = new SocketArgsPool(0, 1);
+        PoolSlot<SocketAsyncEventArgs> slot = pool.TakeSlot();
+        Assert.That(slot.Object.Buffer, Is.Null);
+        slot.Object.SetBuffer(new byte[16], 0, 16);
+
+        slot.Dispose();
+        PoolSlot<SocketAsyncEventArgs> again = pool.TakeSlot();
+
+        Assert.That(again.Object, Is.SameAs(slot.Object));
+        Assert.That(again.Object.Buffer, Is.Null, "a lent buffer is not kept past the rental");
+        again.Dispose();
     }
 
     [TestCase(-1)]

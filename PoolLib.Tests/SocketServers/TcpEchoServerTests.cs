@@ -336,6 +336,37 @@ public sealed class TcpEchoServerTests
     }
 
     [Test]
+    [CancelAfter(20_000)]
+    public async Task Connections_IdleAfterEchoes_HoldNoBuffer(CancellationToken cancellationToken)
+    {
+        const int Clients = 20;
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+        var clients = new List<Socket>();
+        try
+        {
+            for (int i = 0; i < Clients; i++)
+            {
+                Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+                clients.Add(client);
+                byte[] message = [1, 2, 3, (byte)i];
+                await client.SendAllAsync(message, cancellationToken);
+                byte[] echo = new byte[message.Length];
+                await client.ReceiveExactlyAsync(echo, cancellationToken);
+                Assert.That(echo, Is.EqualTo(message));
+            }
+
+            await Poll.UntilAsync(() => server.BuffersInUse == 0, cancellationToken);
+
+            Assert.That(server.Counters.CurrentConnections, Is.EqualTo(Clients));
+            Assert.That(server.BuffersInUse, Is.Zero);
+        }
+        finally
+        {
+            clients.ForEach(client => client.Dispose());
+        }
+    }
+
+    [Test]
     [CancelAfter(10_000)]
     public async Task Accept_SetUpOfOneSocketThrows_ClosesItReleasesItsSlotAndKeepsAccepting(CancellationToken cancellationToken)
     {

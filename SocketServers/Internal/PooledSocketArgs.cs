@@ -39,7 +39,10 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
         : base(unsafeSuppressExecutionContextFlow: true)
     {
         OwnBuffer = buffer;
-        SetBuffer(buffer, 0, buffer.Length);
+        if (buffer.Length != 0)
+        {
+            SetBuffer(buffer, 0, buffer.Length);
+        }
     }
 
     /// <summary>The buffer this args was created with; <see cref="SocketArgsPool"/> restores it on release.</summary>
