@@ -35,6 +35,7 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly IPEndPoint _endPoint;
     private readonly TimeSpan _idleTimeout;
     private readonly int _listenBacklog;
+    private readonly int _bufferSize;
 
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
     // so a take never waits, and idle ones go back to the GC after a while.
@@ -68,7 +69,7 @@ public sealed partial class TcpEchoServer : EchoServer
     public TcpEchoServer(TcpEchoServerOptions options)
         : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections)
     {
-        int bufferSize = options.BufferSize;
+        int bufferSize = _bufferSize = options.BufferSize;
         _buffers = PoolLib.Pool.Create(
             new PoolOptions { MaxCapacity = options.MaxConnections, Name = "tcp-echo-buffers", IdleTimeout = s_bufferIdleTimeout },
             () => GC.AllocateArray<byte>(bufferSize, pinned: true));
@@ -95,7 +96,7 @@ public sealed partial class TcpEchoServer : EchoServer
             "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})",
             bound,
             Pool.MaxCapacity,
-            Pool.BufferSize,
+            _bufferSize,
             _idleTimeout == Timeout.InfiniteTimeSpan ? "none" : $"{_idleTimeout.TotalSeconds} s");
         return bound;
     }
