@@ -11,8 +11,9 @@ internal sealed class BenchOptions
           --json PATH             also write the results as one JSON document
           echo only:
           --target HOST:PORT      load an echo server that is already running (TCP and UDP on that port)
-          --server S[,S..]        servers to start: ours (in this process), ours-process (our host as a
-                                  child process), peer (the Node.js server), all = ours,peer (default: all)
+          --server S[,S..]        servers to start: ours-process (our host as a child process), ours (in
+                                  this process, sharing its GC and thread pool with the client), peer (the
+                                  Node.js server), all = ours-process,peer (default: all)
           --protocol tcp|udp|both (default: both)
           --connections N[,N..]   TCP connections or UDP senders (default: TCP 100, UDP 8,100)
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
@@ -96,7 +97,7 @@ internal sealed class BenchOptions
             Quick = quick,
             JsonPath = json,
             Target = target,
-            Servers = servers ?? (target is null ? ["ours", "peer"] : []),
+            Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
             Connections = connections,
             Sizes = sizes ?? [32],
@@ -112,7 +113,7 @@ internal sealed class BenchOptions
 
     private static string[] ServerList(string name, string value) =>
         value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
-            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "all") == "all" ? ["ours", "peer"] : new[] { server })
+            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "all") == "all" ? ["ours-process", "peer"] : new[] { server })
             .Distinct()
             .ToArray();
 

@@ -185,7 +185,8 @@ internal sealed class EchoScenario(BenchOptions options)
         {
             IEchoServer server = servers[i];
             EchoResult result = Summarise(server, cell, rounds[i]);
-            oursRate ??= server.Name == "ours" && result.Messages > 0 ? result.MsgsPerSec : null;
+            // The first of our servers in the list is the one the others are compared with.
+            oursRate ??= server.Name is "ours" or "ours-process" && result.Messages > 0 ? result.MsgsPerSec : null;
             result = result with { RatioVsOurs = result.Messages > 0 ? oursRate / result.MsgsPerSec : null };
             report.Add(result);
             if (result.Errors > 0)
