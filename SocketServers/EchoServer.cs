@@ -37,6 +37,8 @@ public abstract class EchoServer : IAsyncDisposable
     private long _messagesEchoed;
     private long _bytesEchoed;
     private long _drops;
+    private long _rejected;
+    private long _evicted;
 
     private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity)
     {
@@ -89,7 +91,9 @@ public abstract class EchoServer : IAsyncDisposable
         Interlocked.Read(ref _bytesEchoed),
         Interlocked.Read(ref _drops),
         Pool.TotalCount,
-        Pool.AvailableCount);
+        Pool.AvailableCount,
+        Interlocked.Read(ref _rejected),
+        Interlocked.Read(ref _evicted));
 
     /// <summary>"TCP" or "UDP", for messages.</summary>
     private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
@@ -298,6 +302,10 @@ public abstract class EchoServer : IAsyncDisposable
     }
 
     private protected void CountDrop() => Interlocked.Increment(ref _drops);
+
+    private protected void CountRejected() => Interlocked.Increment(ref _rejected);
+
+    private protected void CountEvicted() => Interlocked.Increment(ref _evicted);
 
     private protected void CountConnectionOpened()
     {

@@ -13,6 +13,10 @@ namespace SocketServers;
 /// <param name="PoolTotalCount">Args the server's pool has created and not discarded.</param>
 /// <param name="PoolAvailableCount">Args in the server's pool right now; equal to
 /// <paramref name="PoolTotalCount"/> when the server is idle or stopped.</param>
+/// <param name="Rejected">TCP clients accepted and closed at once: over the per-address limit, or
+/// over the connection limit when the server rejects rather than queues them.</param>
+/// <param name="Evicted">TCP connections closed, while the server was full and a client waited,
+/// because they moved less data than the minimum rate (also counted in <paramref name="Drops"/>).</param>
 public readonly record struct EchoServerCounters(
     int CurrentConnections,
     int PeakConnections,
@@ -21,4 +25,6 @@ public readonly record struct EchoServerCounters(
     long BytesEchoed,
     long Drops,
     int PoolTotalCount,
-    int PoolAvailableCount);
+    int PoolAvailableCount,
+    long Rejected,
+    long Evicted);

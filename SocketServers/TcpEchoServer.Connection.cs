@@ -17,6 +17,7 @@ public sealed partial class TcpEchoServer
         private const int StopRequested = 1;
         private const int IdleClose = 2;
         private const int Aborted = 3;
+        private const int Evicted = 4;
 
         private readonly TcpEchoServer _server;
         private readonly PooledSocketArgs _args;
@@ -26,6 +27,14 @@ public sealed partial class TcpEchoServer
 
         // Environment.TickCount64 at the last completed receive or send; read by the idle sweep.
         private long _lastActivity;
+
+        // Bytes received so far; written by the loop, read by the sweep.
+        private long _bytesReceived;
+
+        // The sweep's alone: the current rate window, and whether the last complete one was below the minimum rate.
+        private long _windowStart;
+        private long _windowStartBytes;
+        private bool _slow;
 
         // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle
         // sweep or abort sets it (Aborted overrides the others).
@@ -39,8 +48,11 @@ public sealed partial class TcpEchoServer
             _socket = socket;
             _id = id;
             _remoteEndPoint = socket.RemoteEndPoint;
-            _lastActivity = Environment.TickCount64;
+            _lastActivity = _windowStart = Environment.TickCount64;
         }
+
+        /// <summary>Gets the client's address.</summary>
+        public IPAddress? RemoteAddress => (_remoteEndPoint as IPEndPoint)?.Address;
 
         public PoolSlot<SocketAsyncEventArgs> Slot { get; }
 
@@ -61,6 +73,35 @@ public sealed partial class TcpEchoServer
         {
             if (Interlocked.CompareExchange(ref _closeRequest, IdleClose, NoCloseRequest) == NoCloseRequest)
             {
+                Shutdown(SocketShutdown.Both);
+            }
+        }
+
+        /// <summary>
+        /// Sweep only: closes the current rate window if <paramref name="windowMs"/> has passed, and says
+        /// whether the connection received less than <paramref name="minDataRate"/> bytes a second over the
+        /// last complete window (a connection younger than one window never has).
+        /// </summary>
+        public bool IsSlow(long now, long windowMs, int minDataRate)
+        {
+            long elapsed = now - _windowStart;
+            if (elapsed >= windowMs)
+            {
+                long bytes = Volatile.Read(ref _bytesReceived);
+                _slow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
+                _windowStart = now;
+                _windowStartBytes = bytes;
+            }
+
+            return _slow;
+        }
+
+        /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
+        public void Evict()
+        {
+            if (Interlocked.CompareExchange(ref _closeRequest, Evicted, NoCloseRequest) == NoCloseRequest)
+            {
+                _server.CountEvicted();
                 Shutdown(SocketShutdown.Both);
             }
         }
@@ -141,6 +182,7 @@ public sealed partial class TcpEchoServer
                 }
 
                 Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                Volatile.Write(ref _bytesReceived, _bytesReceived + received);
                 int sent = 0;
                 while (sent < received)
                 {
@@ -172,7 +214,7 @@ public sealed partial class TcpEchoServer
         private void Close(SocketError error)
         {
             int request = Volatile.Read(ref _closeRequest);
-            bool graceful = error == SocketError.Success && request != IdleClose;
+            bool graceful = error == SocketError.Success && request is not (IdleClose or Evicted);
             if (graceful)
             {
                 // End of stream from the client (or the stop): all it sent has been echoed; say we are done too.
@@ -185,6 +227,10 @@ public sealed partial class TcpEchoServer
                 if (request == IdleClose)
                 {
                     s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed after the idle timeout", _id, _remoteEndPoint);
+                }
+                else if (request == Evicted)
+                {
+                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} evicted for a waiting client: below the minimum data rate", _id, _remoteEndPoint);
                 }
                 else if (request == Aborted)
                 {

@@ -36,6 +36,14 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly TimeSpan _idleTimeout;
     private readonly int _listenBacklog;
     private readonly int _bufferSize;
+    private readonly int _maxConnections;
+    private readonly int _minDataRate;
+    private readonly TimeSpan _slowConnectionWindow;
+    private readonly int _maxConnectionsPerAddress;
+    private readonly bool _rejectWhenFull;
+
+    // Open connections per client address; used only with a per-address limit.
+    private readonly ConcurrentDictionary<IPAddress, int> _connectionsPerAddress = new();
 
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
     // so a take never waits, and idle ones go back to the GC after a while.
@@ -49,7 +57,7 @@ public sealed partial class TcpEchoServer : EchoServer
 
     private Socket? _listener;
     private Task _acceptLoop = Task.CompletedTask;
-    private Task _idleSweep = Task.CompletedTask;
+    private Task _sweep = Task.CompletedTask;
     private long _lastConnectionId;
 
     // 1 once the accept loop has ended and the drain has begun; with the open-connection count it decides
@@ -76,6 +84,11 @@ public sealed partial class TcpEchoServer : EchoServer
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
+        _maxConnections = options.MaxConnections;
+        _minDataRate = options.MinDataRate;
+        _slowConnectionWindow = options.SlowConnectionWindow;
+        _maxConnectionsPerAddress = options.MaxConnectionsPerAddress;
+        _rejectWhenFull = options.RejectWhenFull;
     }
 
     /// <inheritdoc/>
@@ -87,9 +100,9 @@ public sealed partial class TcpEchoServer : EchoServer
         var bound = (IPEndPoint)listener.LocalEndPoint!;
         _listener = listener;
         _acceptLoop = AcceptLoopAsync(listener);
-        if (_idleTimeout != Timeout.InfiniteTimeSpan)
+        if (_idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0)
         {
-            _idleSweep = SweepIdleConnectionsAsync();
+            _sweep = SweepConnectionsAsync();
         }
 
         s_logger.Info(
@@ -105,7 +118,7 @@ public sealed partial class TcpEchoServer : EchoServer
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
-        await _idleSweep.ConfigureAwait(false);
+        await _sweep.ConfigureAwait(false);
     }
 
     private protected override Task DrainAsync()
@@ -151,6 +164,11 @@ public sealed partial class TcpEchoServer : EchoServer
     private void OnConnectionClosed(Connection connection)
     {
         _connections.TryRemove(connection, out _);
+        if (_maxConnectionsPerAddress > 0 && connection.RemoteAddress is { } address)
+        {
+            ReleaseAddress(address);
+        }
+
         try
         {
             Pool.Release(connection.Slot);

@@ -1,8 +1,8 @@
 namespace SocketServers;
 
 /// <summary>Settings of a <see cref="TcpEchoServer"/>; the defaults are safe for a public default install.</summary>
-/// <remarks>Memory is bounded by <see cref="MaxConnections"/> × <see cref="BufferSize"/>: one pooled args,
-/// with one buffer, per connection. Every setter checks its value. Not thread-safe.</remarks>
+/// <remarks>Memory is bounded by <see cref="MaxConnections"/> × <see cref="BufferSize"/>: one pooled args
+/// per connection, and one buffer while it has data to echo. Every setter checks its value. Not thread-safe.</remarks>
 public sealed class TcpEchoServerOptions : EchoServerOptions
 {
     /// <summary>The largest accepted <see cref="MaxConnections"/>: 1,000,000.</summary>
@@ -18,6 +18,9 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     private int _bufferSize = 8192;
     private TimeSpan _idleTimeout = TimeSpan.FromSeconds(60);
     private int _listenBacklog = 512;
+    private int _minDataRate = 1024;
+    private TimeSpan _slowConnectionWindow = TimeSpan.FromSeconds(2);
+    private int _maxConnectionsPerAddress;
 
     /// <summary>The most connections served at once, 1 to <see cref="MaxConnectionsLimit"/>; 1000 by default.
     /// It is the capacity of the server's args pool; further clients wait in the listen backlog.</summary>
@@ -57,6 +60,45 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
             _idleTimeout = value;
         }
     }
+
+    /// <summary>The data rate, in bytes received per second, that keeps a connection safe from eviction:
+    /// when every one of <see cref="MaxConnections"/> is taken and a new client waits in the backlog, the
+    /// server closes the connection that has been quiet longest among those that received less than this
+    /// over their last <see cref="SlowConnectionWindow"/>. 1024 by default; 0 never evicts.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
+    public int MinDataRate
+    {
+        get => _minDataRate;
+        set => _minDataRate = CheckRange(value, 0, int.MaxValue);
+    }
+
+    /// <summary>How long a connection's data rate is averaged over (see <see cref="MinDataRate"/>); a new
+    /// connection cannot be evicted before one window has passed. 2 seconds by default, from 1 ms to one hour.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public TimeSpan SlowConnectionWindow
+    {
+        get => _slowConnectionWindow;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, TimeSpan.FromMilliseconds(1), nameof(SlowConnectionWindow));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, TimeSpan.FromHours(1), nameof(SlowConnectionWindow));
+            _slowConnectionWindow = value;
+        }
+    }
+
+    /// <summary>The most connections served at once from one client IP address; a client over it is
+    /// accepted and closed at once, and counted as rejected. 0 (the default) for no limit.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
+    public int MaxConnectionsPerAddress
+    {
+        get => _maxConnectionsPerAddress;
+        set => _maxConnectionsPerAddress = CheckRange(value, 0, MaxConnectionsLimit);
+    }
+
+    /// <summary>What happens to clients while <see cref="MaxConnections"/> are open: <see langword="false"/>
+    /// (the default), they wait in the listen backlog until a connection ends; <see langword="true"/>, they
+    /// are accepted and closed at once, and counted as rejected.</summary>
+    public bool RejectWhenFull { get; set; }
 
     /// <summary>The listen backlog: connections the kernel queues while the server is at
     /// <see cref="MaxConnections"/>; 512 by default, at least 1.</summary>

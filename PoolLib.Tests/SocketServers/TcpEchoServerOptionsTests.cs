@@ -24,6 +24,8 @@ public sealed class TcpEchoServerOptionsTests
     [TestCase(nameof(TcpEchoServerOptions.BufferSize), 0)]
     [TestCase(nameof(TcpEchoServerOptions.BufferSize), TcpEchoServerOptions.MaxBufferSize + 1)]
     [TestCase(nameof(TcpEchoServerOptions.ListenBacklog), 0)]
+    [TestCase(nameof(TcpEchoServerOptions.MinDataRate), -1)]
+    [TestCase(nameof(TcpEchoServerOptions.MaxConnectionsPerAddress), -1)]
     public void Setter_OutOfRange_ThrowsNamingTheProperty(string property, int value)
     {
         var options = new TcpEchoServerOptions();
@@ -31,6 +33,29 @@ public sealed class TcpEchoServerOptionsTests
         var exception = Assert.Throws<ArgumentOutOfRangeException>(() => Set(options, property, value));
 
         Assert.That(exception!.ParamName, Is.EqualTo(property));
+    }
+
+    [Test]
+    public void Constructor_SlowClientDefaults_EvictBelowOneKiBPerSecondAndQueueWhenFull()
+    {
+        var options = new TcpEchoServerOptions();
+
+        Assert.That(options.MinDataRate, Is.EqualTo(1024));
+        Assert.That(options.SlowConnectionWindow, Is.EqualTo(TimeSpan.FromSeconds(2)));
+        Assert.That(options.MaxConnectionsPerAddress, Is.Zero);
+        Assert.That(options.RejectWhenFull, Is.False);
+    }
+
+    [TestCase(0)]
+    [TestCase(-1)]
+    [TestCase(3_600_001)]
+    public void SlowConnectionWindow_OutOfRange_ThrowsNamingIt(int milliseconds)
+    {
+        var options = new TcpEchoServerOptions();
+
+        var exception = Assert.Throws<ArgumentOutOfRangeException>(() => options.SlowConnectionWindow = TimeSpan.FromMilliseconds(milliseconds));
+
+        Assert.That(exception!.ParamName, Is.EqualTo(nameof(TcpEchoServerOptions.SlowConnectionWindow)));
     }
 
     [Test]
@@ -73,6 +98,12 @@ public sealed class TcpEchoServerOptionsTests
                 break;
             case nameof(TcpEchoServerOptions.BufferSize):
                 options.BufferSize = value;
+                break;
+            case nameof(TcpEchoServerOptions.MinDataRate):
+                options.MinDataRate = value;
+                break;
+            case nameof(TcpEchoServerOptions.MaxConnectionsPerAddress):
+                options.MaxConnectionsPerAddress = value;
                 break;
             case nameof(TcpEchoServerOptions.ListenBacklog):
                 options.ListenBacklog = value;

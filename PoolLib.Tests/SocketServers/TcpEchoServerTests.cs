@@ -4,7 +4,7 @@ using SocketServers;
 
 namespace PoolLib.Tests.SocketServers;
 
-public sealed class TcpEchoServerTests
+public sealed partial class TcpEchoServerTests
 {
     private const int KiB = 1024;
     private const int MiB = 1024 * KiB;

@@ -1,0 +1,175 @@
+using System.Net.Sockets;
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+// Slow clients cannot hold the server: the quietest slow connection is evicted for a waiting client,
+// one address can be limited, and clients over the cap can be rejected instead of queued.
+public sealed partial class TcpEchoServerTests
+{
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task MinDataRate_SlowClientsHoldEverySlot_WaitingClientServedAndStreamingClientNeverCut(CancellationToken cancellationToken)
+    {
+        const int SlowClients = 4;
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.MaxConnections = SlowClients + 1;
+                options.SlowConnectionWindow = TimeSpan.FromSeconds(1);
+            },
+            cancellationToken);
+        using var stopClients = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        var slow = new List<Socket>();
+        Socket streaming = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            for (int i = 0; i < SlowClients; i++)
+            {
+                slow.Add(await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken));
+            }
+
+            await Poll.UntilAsync(() => server.Counters.CurrentConnections == SlowClients + 1, cancellationToken);
+            Task[] trickles = [.. slow.Select(client => TrickleAsync(client, stopClients.Token))];
+            Task<long> stream = StreamAsync(streaming, stopClients.Token);
+
+            // Every slot is taken: this client waits in the backlog until a slow one is evicted.
+            await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 100, cancellationToken);
+
+            await stopClients.CancelAsync();
+            long streamed = await stream;
+            await Task.WhenAll(trickles);
+            Assert.That(streamed, Is.GreaterThan(0), "the streaming client's echoes all came back byte-exact");
+            Assert.That(server.Counters.Evicted, Is.GreaterThanOrEqualTo(1));
+            Assert.That(streaming.Connected, Is.True, "the streaming client was never cut");
+        }
+        finally
+        {
+            streaming.Dispose();
+            slow.ForEach(client => client.Dispose());
+        }
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task MaxConnectionsPerAddress_OneMoreFromTheSameAddress_ClosedAtOnceAndCounted(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.MaxConnectionsPerAddress = 2, cancellationToken);
+        using Socket first = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        using Socket second = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 2, cancellationToken);
+
+        using Socket third = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        await AssertRejectedWhileOthersServedAsync(server, third, first, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task RejectWhenFull_ClientOverTheCap_ClosedAtOnceAndCounted(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.MaxConnections = 1;
+                options.RejectWhenFull = true;
+            },
+            cancellationToken);
+        using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 1, cancellationToken);
+
+        using Socket over = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        await AssertRejectedWhileOthersServedAsync(server, over, held, cancellationToken);
+    }
+
+    /// <summary>
+    /// <paramref name="rejected"/> is closed at once and counted, <paramref name="held"/> still echoes, and
+    /// once it is gone its place serves a new client.
+    /// </summary>
+    private static async Task AssertRejectedWhileOthersServedAsync(TcpEchoServer server, Socket rejected, Socket held, CancellationToken cancellationToken)
+    {
+        Assert.That(await ReadEndAsync(rejected, cancellationToken), Is.Zero, "the rejected client is closed at once");
+        Assert.That(server.Counters.Rejected, Is.EqualTo(1));
+        await AssertEchoOnAsync(held, cancellationToken);
+        int openBefore = server.Counters.CurrentConnections;
+        held.Dispose();
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == openBefore - 1, cancellationToken);
+        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 10, cancellationToken);
+    }
+
+    /// <summary>Sends one byte every two seconds and reads its echo, until cancelled or evicted.</summary>
+    private static async Task TrickleAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] one = [42];
+        try
+        {
+            while (true)
+            {
+                await client.SendAllAsync(one, cancellationToken);
+                if (await client.ReceiveExactlyAsync(new byte[1], cancellationToken) == 0)
+                {
+                    return;
+                }
+
+                await Task.Delay(TimeSpan.FromSeconds(2), cancellationToken);
+            }
+        }
+        catch (Exception ex) when (ex is OperationCanceledException or SocketException)
+        {
+            // Stopped by the test, or evicted by the server.
+        }
+    }
+
+    /// <summary>Streams about 1 MiB/s (64 KiB every 62.5 ms) and checks every echo; returns the bytes echoed.</summary>
+    private static async Task<long> StreamAsync(Socket client, CancellationToken cancellationToken)
+    {
+        var chunk = new byte[64 * 1024];
+        var echo = new byte[chunk.Length];
+        long total = 0;
+        for (int round = 0; !cancellationToken.IsCancellationRequested; round++)
+        {
+            Array.Fill(chunk, (byte)round);
+            await client.SendAllAsync(chunk, CancellationToken.None);
+            int received = await client.ReceiveExactlyAsync(echo, CancellationToken.None);
+            if (received != chunk.Length || !echo.AsSpan().SequenceEqual(chunk))
+            {
+                return -1;
+            }
+
+            total += received;
+            try
+            {
+                await Task.Delay(TimeSpan.FromMilliseconds(62.5), cancellationToken);
+            }
+            catch (OperationCanceledException)
+            {
+                break;
+            }
+        }
+
+        return total;
+    }
+
+    /// <returns>What a read returns: 0 at end of stream, also when the server reset the connection.</returns>
+    private static async Task<int> ReadEndAsync(Socket client, CancellationToken cancellationToken)
+    {
+        try
+        {
+            return await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+        }
+        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
+        {
+            return 0;
+        }
+    }
+
+    private static async Task AssertEchoOnAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] message = [7, 8, 9];
+        await client.SendAllAsync(message, cancellationToken);
+        byte[] echo = new byte[message.Length];
+        Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
+        Assert.That(echo, Is.EqualTo(message));
+    }
+}
