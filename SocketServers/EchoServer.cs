@@ -239,6 +239,12 @@ public abstract class EchoServer : IAsyncDisposable
         var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
         try
         {
+            // "::" serves IPv4 clients too (as IPv4-mapped addresses), on the same socket.
+            if (endPoint.Address.Equals(IPAddress.IPv6Any))
+            {
+                socket.DualMode = true;
+            }
+
             // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
             socket.Bind(endPoint);
             if (listenBacklog > 0)

@@ -1,0 +1,47 @@
+using System.Net;
+using System.Net.Sockets;
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+// What both servers get from EchoServer: here, one dual-mode socket for "::". These tests bind "::"
+// (every interface, port 0), the only way to prove that IPv4 and IPv6 clients share one socket.
+public sealed class EchoServerTests
+{
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_TcpOnIPv6Any_EchoesIPv4AndIPv6Clients(CancellationToken cancellationToken)
+    {
+        await using var server = new TcpEchoServer(new TcpEchoServerOptions { Address = IPAddress.IPv6Any, Port = 0 });
+        await server.StartAsync(cancellationToken);
+        int port = server.LocalEndPoint!.Port;
+
+        await SocketTestExtensions.AssertEchoesAsync(new IPEndPoint(IPAddress.Loopback, port), 100, cancellationToken);
+        await SocketTestExtensions.AssertEchoesAsync(new IPEndPoint(IPAddress.IPv6Loopback, port), 100, cancellationToken);
+
+        Assert.That(server.Counters.TotalConnections, Is.EqualTo(2));
+    }
+
+    [TestCase(UdpProcessing.ReceiveThreads)]
+    [TestCase(UdpProcessing.ReplyBlock)]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_UdpOnIPv6Any_EchoesIPv4AndIPv6Senders(UdpProcessing processing, CancellationToken cancellationToken)
+    {
+        await using UdpEchoServer server = await UdpEchoTesting.StartAsync(processing, options => options.Address = IPAddress.IPv6Any, cancellationToken);
+        int port = server.LocalEndPoint!.Port;
+
+        foreach (IPAddress client in new[] { IPAddress.Loopback, IPAddress.IPv6Loopback })
+        {
+            using var socket = new Socket(client.AddressFamily, SocketType.Dgram, ProtocolType.Udp);
+            socket.Bind(new IPEndPoint(client, 0));
+            socket.Connect(new IPEndPoint(client, port));
+            byte[] datagram = [1, 2, 3, 4, 5, 6, 7, (byte)client.AddressFamily];
+            await socket.SendAsync(datagram, SocketFlags.None, cancellationToken);
+            byte[] echo = new byte[64];
+
+            int received = await UdpEchoTesting.ReceiveWithinAsync(socket, echo, cancellationToken);
+
+            Assert.That(echo[..received], Is.EqualTo(datagram), $"echo to {client}");
+        }
+    }
+}
