@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using PoolLib;
+using SocketServers.Internal;
 
 namespace SocketServers;
 
@@ -101,6 +102,9 @@ public abstract class EchoServer : IAsyncDisposable
     /// <summary>The pool every operation's args comes from.</summary>
     private protected SocketArgsPool Pool { get; }
 
+    /// <summary>Gets how many TCP clients wait in the listen backlog, where the platform says (Linux); 0 otherwise and for UDP.</summary>
+    internal virtual long QueuedConnections => 0;
+
     /// <summary>TCP connections open now.</summary>
     private protected int OpenConnections => Volatile.Read(ref _currentConnections);
 
@@ -130,6 +134,7 @@ public abstract class EchoServer : IAsyncDisposable
 
             _localEndPoint = StartCore();
             _state = State.Running;
+            EchoMetrics.Track(this);
         }
 
         return Task.CompletedTask;
@@ -209,6 +214,7 @@ public abstract class EchoServer : IAsyncDisposable
         }
         finally
         {
+            EchoMetrics.Untrack(this);
             lock (_gate)
             {
                 _state = State.Stopped;

@@ -28,6 +28,9 @@ public sealed partial class TcpEchoServer
         // Environment.TickCount64 at the last completed receive or send; read by the idle sweep.
         private long _lastActivity;
 
+        // Environment.TickCount64 when accepted, for the connection-duration histogram.
+        private readonly long _openedAt;
+
         // Bytes received so far; written by the loop, read by the sweep.
         private long _bytesReceived;
 
@@ -48,7 +51,7 @@ public sealed partial class TcpEchoServer
             _socket = socket;
             _id = id;
             _remoteEndPoint = socket.RemoteEndPoint;
-            _lastActivity = _windowStart = Environment.TickCount64;
+            _lastActivity = _windowStart = _openedAt = Environment.TickCount64;
         }
 
         /// <summary>Gets the client's address.</summary>
@@ -248,6 +251,7 @@ public sealed partial class TcpEchoServer
             }
 
             _socket.Dispose();
+            EchoMetrics.ConnectionClosed(_server, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
             _server.OnConnectionClosed(this);
         }
 

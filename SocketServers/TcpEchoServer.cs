@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.InteropServices;
 using NLog;
 using PoolLib;
 
@@ -28,6 +29,12 @@ namespace SocketServers;
 public sealed partial class TcpEchoServer : EchoServer
 {
     private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
+
+    // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
+    private const int IpProtocolTcp = 6;
+    private const int TcpInfoOption = 11;
+    private const int TcpInfoSize = 104;
+    private const int TcpInfoUnackedOffset = 24;
 
     // How long a receive buffer no connection needs stays allocated.
     private static readonly TimeSpan s_bufferIdleTimeout = TimeSpan.FromSeconds(10);
@@ -148,6 +155,30 @@ public sealed partial class TcpEchoServer : EchoServer
         foreach (var (connection, _) in _connections)
         {
             connection.Abort();
+        }
+    }
+
+    /// <inheritdoc/>
+    /// <remarks>Read from the listening socket's TCP_INFO, whose unacked field counts a listener's accept queue.</remarks>
+    internal override long QueuedConnections
+    {
+        get
+        {
+            if (!OperatingSystem.IsLinux() || _listener is not { } listener)
+            {
+                return 0;
+            }
+
+            Span<byte> info = stackalloc byte[TcpInfoSize];
+            try
+            {
+                int length = listener.GetRawSocketOption(IpProtocolTcp, TcpInfoOption, info);
+                return length >= TcpInfoUnackedOffset + sizeof(uint) ? MemoryMarshal.Read<uint>(info[TcpInfoUnackedOffset..]) : 0;
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                return 0;
+            }
         }
     }
 

@@ -1,0 +1,38 @@
+using System.Net.Sockets;
+
+namespace PoolLib.Tests.SocketServers;
+
+// The SocketServers meter, as a MeterListener reads it for a TCP server.
+public sealed partial class TcpEchoServerTests
+{
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Metrics_ConnectionsEchoesAndDurations_ReportedForTheServer(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
+        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+        using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await AssertEchoOnAsync(held, cancellationToken);
+        using Socket queued = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        Dictionary<string, double> whileFull = meter.Observe();
+        held.Dispose();
+        await AssertEchoOnAsync(queued, cancellationToken);
+        queued.Dispose();
+        await WaitForIdleAsync(server, cancellationToken);
+        Dictionary<string, double> afterwards = meter.Observe();
+
+        Assert.That(whileFull["echo.connections.active"], Is.EqualTo(1));
+        if (OperatingSystem.IsLinux())
+        {
+            Assert.That(whileFull["echo.connections.queued"], Is.EqualTo(1), "the second client waits in the backlog");
+        }
+
+        Assert.That(afterwards["echo.connections.active"], Is.Zero);
+        Assert.That(afterwards["echo.messages"], Is.EqualTo(server.Counters.MessagesEchoed).And.EqualTo(2));
+        Assert.That(afterwards["echo.bytes"], Is.EqualTo(server.Counters.BytesEchoed).And.EqualTo(6));
+        Assert.That(afterwards["echo.connections.rejected"], Is.Zero);
+        Assert.That(meter.Recorded("echo.connection.duration"), Has.Count.EqualTo(2));
+        Assert.That(meter.Recorded("echo.connection.duration").Select(m => m.Tags["network.transport"]), Is.All.EqualTo("tcp"));
+    }
+}

@@ -1,0 +1,117 @@
+using System.Diagnostics;
+using System.Diagnostics.Metrics;
+using System.Net.Sockets;
+
+namespace SocketServers.Internal;
+
+/// <summary>
+/// The servers' one <see cref="Meter"/>, named <c>SocketServers</c>, and its instruments. Every
+/// measurement carries <c>network.transport</c> (<c>tcp</c> or <c>udp</c>), <c>server.address</c> and
+/// <c>server.port</c>.
+/// </summary>
+/// <remarks>
+/// Counts are observable: they read each running server's counters when a listener collects, so the
+/// per-message path records nothing it did not already count. The connection-duration histogram is
+/// recorded once per connection and dropped datagrams once per drop, both off the echo path. Servers
+/// are held weakly and observed from start until they stop.
+/// </remarks>
+internal static class EchoMetrics
+{
+    public const string MeterName = "SocketServers";
+
+    private static readonly Meter s_meter = new(MeterName);
+    private static readonly List<WeakReference<EchoServer>> s_servers = [];
+    private static readonly Lock s_serversLock = new();
+
+    private static readonly Histogram<double> s_connectionDuration = s_meter.CreateHistogram<double>(
+        "echo.connection.duration", "s", "How long TCP connections lasted.");
+
+    private static readonly Counter<long> s_datagramsDropped = s_meter.CreateCounter<long>(
+        "echo.datagrams.dropped", "{datagram}", "UDP datagrams not echoed, by reason.");
+
+    static EchoMetrics()
+    {
+        s_meter.CreateObservableUpDownCounter("echo.connections.active", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
+        s_meter.CreateObservableUpDownCounter("echo.connections.queued", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
+        s_meter.CreateObservableCounter("echo.connections.rejected", () => Observe(ProtocolType.Tcp, static (s, c) => c.Rejected), "{connection}", "TCP clients closed at once: over a connection limit.");
+        s_meter.CreateObservableCounter("echo.connections.evicted", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
+        s_meter.CreateObservableCounter("echo.bytes", () => Observe(null, static (s, c) => c.BytesEchoed), "By", "Bytes echoed.");
+        s_meter.CreateObservableCounter("echo.messages", () => Observe(null, static (s, c) => c.MessagesEchoed), "{message}", "TCP receives and UDP datagrams echoed.");
+    }
+
+    /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected.</summary>
+    public static void Track(EchoServer server)
+    {
+        using (s_serversLock.EnterScope())
+        {
+            s_servers.RemoveAll(static reference => !reference.TryGetTarget(out _));
+            s_servers.Add(new WeakReference<EchoServer>(server));
+        }
+    }
+
+    public static void Untrack(EchoServer server)
+    {
+        using (s_serversLock.EnterScope())
+        {
+            s_servers.RemoveAll(reference => !reference.TryGetTarget(out EchoServer? tracked) || ReferenceEquals(tracked, server));
+        }
+    }
+
+    public static void ConnectionClosed(EchoServer server, TimeSpan duration)
+    {
+        if (s_connectionDuration.Enabled)
+        {
+            s_connectionDuration.Record(duration.TotalSeconds, Tags(server));
+        }
+    }
+
+    public static void DatagramDropped(EchoServer server, string reason)
+    {
+        if (s_datagramsDropped.Enabled)
+        {
+            TagList tags = Tags(server);
+            tags.Add("reason", reason);
+            s_datagramsDropped.Add(1, tags);
+        }
+    }
+
+    private static IEnumerable<Measurement<long>> Observe(ProtocolType? protocol, Func<EchoServer, EchoServerCounters, long> read)
+    {
+        foreach (EchoServer server in Running())
+        {
+            if (protocol is null || server.Protocol == protocol)
+            {
+                yield return new Measurement<long>(read(server, server.Counters), Tags(server));
+            }
+        }
+    }
+
+    private static List<EchoServer> Running()
+    {
+        using (s_serversLock.EnterScope())
+        {
+            var running = new List<EchoServer>(s_servers.Count);
+            foreach (WeakReference<EchoServer> reference in s_servers)
+            {
+                if (reference.TryGetTarget(out EchoServer? server))
+                {
+                    running.Add(server);
+                }
+            }
+
+            return running;
+        }
+    }
+
+    private static TagList Tags(EchoServer server)
+    {
+        var tags = new TagList { { "network.transport", server.Protocol == ProtocolType.Tcp ? "tcp" : "udp" } };
+        if (server.LocalEndPoint is { } endPoint)
+        {
+            tags.Add("server.address", endPoint.Address.ToString());
+            tags.Add("server.port", endPoint.Port);
+        }
+
+        return tags;
+    }
+}
