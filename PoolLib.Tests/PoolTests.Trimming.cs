@@ -373,7 +373,11 @@ public sealed partial class PoolTests
     private static PoolSlot<TrackedObject>? TakeAsyncWithinBound(TrackedPool pool, CancellationToken cancellationToken)
     {
         Task<PoolSlot<TrackedObject>> take = pool.TakeSlotAsync(cancellationToken).AsTask();
-        return take.Wait(s_waitBound, cancellationToken) ? take.Result : null;
+
+        // GetResult, not Wait or Result: a disposed pool's ObjectDisposedException must arrive as itself.
+        return Task.WhenAny(take, Task.Delay(s_waitBound, cancellationToken)).GetAwaiter().GetResult() == take
+            ? take.GetAwaiter().GetResult()
+            : null;
     }
 
     /// <summary>Moves fake time on one idle-timer tick at a time, so the timer runs at each.</summary>
