@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using NLog;
 using SocketServers.Internal;
 
@@ -27,7 +28,9 @@ namespace SocketServers;
 /// <para>
 /// Either way memory never grows with the load. A datagram larger than
 /// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
-/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. ICMP errors caused by earlier replies
+/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. Warnings about single datagrams (dropped,
+/// or a reply or receive that failed) are logged a few times a second at most for each kind, each line saying how
+/// many similar ones were suppressed since the last. ICMP errors caused by earlier replies
 /// (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/> and the like) are
 /// logged at Debug and receiving goes on.
 /// </para>
@@ -47,6 +50,11 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _concurrentReceives;
     private readonly int _maxPendingDatagrams;
     private readonly UdpProcessing _processing;
+
+    // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
+    private readonly LogRateLimiter _oversizedWarnings = new();
+    private readonly LogRateLimiter _receiveWarnings = new();
+    private readonly LogRateLimiter _replyWarnings = new();
 
     // Receive loops (or threads) still receiving; only one that fails unexpectedly ends early, and the log says
     // how many remain.
@@ -161,11 +169,11 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             case SocketError.Success:
             case SocketError.MessageSize:
-                CountDrop();
-                if (s_logger.IsWarnEnabled)
-                {
-                    s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", SenderOf(args), _maxDatagramSize);
-                }
+                Drop(
+                    args,
+                    _oversizedWarnings,
+                    "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed:l}",
+                    _maxDatagramSize);
                 return true;
             case SocketError.ConnectionReset:
             case SocketError.ConnectionRefused:
@@ -180,8 +188,31 @@ public sealed partial class UdpEchoServer : EchoServer
             case SocketError.Interrupted:
                 return false;
             default:
-                s_logger.Warn("UDP receive on {EndPoint} failed: {SocketError}", LocalEndPoint, error);
+                if (s_logger.IsWarnEnabled && _receiveWarnings.TryAcquire(out long suppressed))
+                {
+                    s_logger.Warn(
+                        "UDP receive on {EndPoint} failed: {SocketError}{Suppressed:l}",
+                        LocalEndPoint,
+                        error,
+                        LogRateLimiter.SuppressedNote(suppressed));
+                }
                 return !StoppingToken.IsCancellationRequested;
+        }
+    }
+
+    /// <summary>Counts a datagram that is not answered and warns about it, as often as
+    /// <paramref name="warnings"/> lets through.</summary>
+    /// <param name="args">The datagram's args; its sender goes into the warning.</param>
+    /// <param name="warnings">The limiter of this kind of warning.</param>
+    /// <param name="template">The warning: holes for the sender, <paramref name="limit"/> and the suppressed note.</param>
+    /// <param name="limit">The setting the datagram broke.</param>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void Drop(PooledSocketArgs args, LogRateLimiter warnings, string template, int limit)
+    {
+        CountDrop();
+        if (s_logger.IsWarnEnabled && warnings.TryAcquire(out long suppressed))
+        {
+            s_logger.Warn(template, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
         }
     }
 
@@ -246,9 +277,13 @@ public sealed partial class UdpEchoServer : EchoServer
                         // The socket was closed at the end of the stop grace period.
                         break;
                     default:
-                        if (s_logger.IsWarnEnabled)
+                        if (s_logger.IsWarnEnabled && _replyWarnings.TryAcquire(out long suppressed))
                         {
-                            s_logger.Warn(exception, "UDP reply to {RemoteEndPoint} failed", SenderOf(args));
+                            s_logger.Warn(
+                                exception,
+                                "UDP reply to {RemoteEndPoint} failed{Suppressed:l}",
+                                SenderOf(args),
+                                LogRateLimiter.SuppressedNote(suppressed));
                         }
                         break;
                 }
