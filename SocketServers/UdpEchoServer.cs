@@ -35,6 +35,11 @@ namespace SocketServers;
 /// logged at Debug and receiving goes on.
 /// </para>
 /// <para>
+/// A receive loop (or thread) that fails on an unexpected exception is logged at Error and started again after a
+/// short pause, unless the server is stopping, so the server keeps
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives; a stop ends the pause at once.
+/// </para>
+/// <para>
 /// In steady state an echoed datagram allocates nothing: each args keeps the endpoint that receives report the
 /// sender in and updates it in place, and the reply is sent synchronously to the socket address that endpoint
 /// keeps.
@@ -55,10 +60,10 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly LogRateLimiter _oversizedWarnings = new();
     private readonly LogRateLimiter _receiveWarnings = new();
     private readonly LogRateLimiter _replyWarnings = new();
+    private readonly LogRateLimiter _receiveLoopErrors = new();
 
-    // Receive loops (or threads) still receiving; only one that fails unexpectedly ends early, and the log says
-    // how many remain.
-    private int _receiveLoopsLeft;
+    // Receive loops (or threads) started again after an unexpected exception; written with Interlocked.
+    private long _receiveLoopRestarts;
 
     private Socket? _socket;
 
@@ -93,12 +98,24 @@ public sealed partial class UdpEchoServer : EchoServer
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Udp;
 
+    /// <summary>Receive loops (or threads) started again after an unexpected exception, since start.</summary>
+    internal long ReceiveLoopRestarts => Interlocked.Read(ref _receiveLoopRestarts);
+
+    /// <summary>How long a receive loop that failed waits before it starts again; a stop ends the wait at once.
+    /// Long enough that a fault that recurs at once is not a busy loop, short enough that one datagram that
+    /// trips a fault costs little service. Settable before <see cref="EchoServer.StartAsync"/>, for tests.</summary>
+    internal TimeSpan ReceiveRestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>A fault to inject, for tests: runs on the receiving thread before each receive, with the receive's
+    /// args taken, and what it throws is an unexpected exception of the receive loop. Set before
+    /// <see cref="EchoServer.StartAsync"/>.</summary>
+    internal Action? BeforeReceive { get; set; }
+
     private protected override IPEndPoint StartCore()
     {
         Socket socket = BindSocket(_endPoint);
         var bound = (IPEndPoint)socket.LocalEndPoint!;
         _socket = socket;
-        _receiveLoopsLeft = _concurrentReceives;
         try
         {
             _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(socket) : StartReceiveThreads(socket));
@@ -152,15 +169,26 @@ public sealed partial class UdpEchoServer : EchoServer
         s_logger.Info("UDP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
     }
 
-    /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception; the others go on.</summary>
-    private void OnReceiveLoopFailed(Exception exception)
+    /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception.</summary>
+    /// <returns>Whether to start it again after <see cref="ReceiveRestartDelay"/>: unless the server is stopping.</returns>
+    private bool OnReceiveLoopFailed(Exception exception)
     {
-        s_logger.Error(
-            exception,
-            "UDP receive loop on {EndPoint} failed; {Left} receive loop(s) left",
-            LocalEndPoint,
-            Interlocked.Decrement(ref _receiveLoopsLeft));
+        bool restart = !StoppingToken.IsCancellationRequested;
+        if (s_logger.IsErrorEnabled && _receiveLoopErrors.TryAcquire(out long suppressed))
+        {
+            s_logger.Error(
+                exception,
+                "UDP receive loop on {EndPoint} failed; {Outcome:l}{Suppressed:l}",
+                LocalEndPoint,
+                restart ? $"it starts again in {ReceiveRestartDelay.TotalMilliseconds} ms" : "the server is stopping",
+                LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        return restart;
     }
+
+    /// <summary>Counts a receive loop that starts again after <see cref="OnReceiveLoopFailed"/>.</summary>
+    private void CountReceiveLoopRestart() => Interlocked.Increment(ref _receiveLoopRestarts);
 
     /// <returns>Whether the receive loop (or thread) goes on.</returns>
     private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)
