@@ -132,9 +132,12 @@ public sealed partial class UdpEchoServer
 
                 if (error == SocketError.Success && length <= _maxDatagramSize)
                 {
-                    // EndReply returns the args to the pool, whatever the send did.
-                    replied = true;
-                    EndReply(args, length, TrySend(args, length));
+                    if (IsFromAnsweredPort(args))
+                    {
+                        // EndReply returns the args to the pool, whatever the send did.
+                        replied = true;
+                        EndReply(args, length, TrySend(args, length));
+                    }
                 }
                 else if (!OnReceiveFailed(args, error))
                 {

@@ -136,16 +136,19 @@ public sealed partial class UdpEchoServer
                 if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
                     && (args.SocketFlags & SocketFlags.Truncated) == 0)
                 {
-                    // The block owns the args from here (it may already be replied to and reused when Post
-                    // returns); a full block makes this receive loop wait.
-                    handedOver = replies.Post(args) || await WaitForRoomAsync(replies, args, stopping).ConfigureAwait(false);
-                    if (handedOver)
+                    if (IsFromAnsweredPort(args))
                     {
-                        WakeReplier();
-                    }
-                    else
-                    {
-                        CountDrop();
+                        // The block owns the args from here (it may already be replied to and reused when Post
+                        // returns); a full block makes this receive loop wait.
+                        handedOver = replies.Post(args) || await WaitForRoomAsync(replies, args, stopping).ConfigureAwait(false);
+                        if (handedOver)
+                        {
+                            WakeReplier();
+                        }
+                        else
+                        {
+                            CountDrop();
+                        }
                     }
                 }
                 else if (!OnReceiveFailed(args, error))

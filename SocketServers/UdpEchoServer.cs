@@ -28,7 +28,9 @@ namespace SocketServers;
 /// <para>
 /// Either way memory never grows with the load. A datagram larger than
 /// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
-/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. Warnings about single datagrams (dropped,
+/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. So is a datagram from a source port below
+/// <see cref="UdpEchoServerOptions.FirstUnprivilegedPort"/>, unless
+/// <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/> is set. Warnings about single datagrams (dropped,
 /// or a reply or receive that failed) are logged a few times a second at most for each kind, each line saying how
 /// many similar ones were suppressed since the last. ICMP errors caused by earlier replies
 /// (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/> and the like) are
@@ -56,8 +58,12 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxPendingDatagrams;
     private readonly UdpProcessing _processing;
 
+    // Datagrams from source ports below this are dropped; 0 when every port is answered.
+    private readonly int _firstAnsweredPort;
+
     // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
     private readonly LogRateLimiter _oversizedWarnings = new();
+    private readonly LogRateLimiter _privilegedPortWarnings = new();
     private readonly LogRateLimiter _receiveWarnings = new();
     private readonly LogRateLimiter _replyWarnings = new();
     private readonly LogRateLimiter _receiveLoopErrors = new();
@@ -93,6 +99,7 @@ public sealed partial class UdpEchoServer : EchoServer
         _concurrentReceives = options.ConcurrentReceives;
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
+        _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
     }
 
     /// <inheritdoc/>
@@ -129,11 +136,12 @@ public sealed partial class UdpEchoServer : EchoServer
             throw;
         }
         s_logger.Info(
-            "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives)",
+            "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives, {SourcePorts:l})",
             bound,
             _processing,
             _maxDatagramSize,
-            _concurrentReceives);
+            _concurrentReceives,
+            _firstAnsweredPort == 0 ? "every source port answered" : $"source ports below {_firstAnsweredPort} dropped");
         return bound;
     }
 
@@ -189,6 +197,23 @@ public sealed partial class UdpEchoServer : EchoServer
 
     /// <summary>Counts a receive loop that starts again after <see cref="OnReceiveLoopFailed"/>.</summary>
     private void CountReceiveLoopRestart() => Interlocked.Increment(ref _receiveLoopRestarts);
+
+    /// <returns>Whether the datagram in <paramref name="args"/> may be answered: not when it comes from a source
+    /// port below <see cref="_firstAnsweredPort"/>, which is counted as a drop and logged.</returns>
+    private bool IsFromAnsweredPort(PooledSocketArgs args)
+    {
+        if (args.RemoteEndPoint is not IPEndPoint { Port: int port } || port >= _firstAnsweredPort)
+        {
+            return true;
+        }
+
+        Drop(
+            args,
+            _privilegedPortWarnings,
+            "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed:l}",
+            _firstAnsweredPort);
+        return false;
+    }
 
     /// <returns>Whether the receive loop (or thread) goes on.</returns>
     private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)

@@ -4,7 +4,7 @@ using SocketServers;
 
 namespace PoolLib.Tests.SocketServers;
 
-/// <summary>Faults that must not stop the server: a receive loop that throws.</summary>
+/// <summary>Faults that must not stop the server: a receive loop that throws, datagrams from privileged ports.</summary>
 public sealed partial class UdpEchoServerTests
 {
     [TestCase(1)]
@@ -87,6 +87,76 @@ public sealed partial class UdpEchoServerTests
         await server.DisposeAsync();
     }
 
+    // Ports below 1024 need privileges to bind, so the server's threshold is moved up between two ephemeral ports
+    // this test owns: the lower one is dropped exactly as a privileged port is, the higher one still echoed.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedAndLogged(CancellationToken cancellationToken)
+    {
+        using var log = new LogCapture();
+        using Socket first = BoundClient();
+        using Socket second = BoundClient();
+        (Socket low, Socket high) = PortOf(first) < PortOf(second) ? (first, second) : (second, first);
+        await using (var server = await StartAsync(options => options.FirstAnsweredPort = PortOf(high), cancellationToken))
+        {
+            await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+            await EchoEachAsync(server, high, datagrams: 1, cancellationToken);
+            await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 2, cancellationToken);
+
+            Assert.That(server.Counters.Drops, Is.EqualTo(1));
+            Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(1), "only the datagram from the higher port");
+        }
+
+        string[] warnings = log.Lines.Where(line => line.StartsWith("WARN", StringComparison.Ordinal)).ToArray();
+        Assert.That(warnings, Has.Length.EqualTo(1));
+        Assert.That(warnings[0], Does.Contain($"UDP datagram from 127.0.0.1:{PortOf(low)} dropped").And.Contain($"source ports below {PortOf(high)}"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_PrivilegedSourcePortsAllowed_SourceBelowTheFirstAnsweredEchoed(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.AllowPrivilegedSourcePorts = true;
+                options.FirstAnsweredPort = IPEndPoint.MaxPort + 1;
+            },
+            cancellationToken);
+        using Socket client = BoundClient();
+
+        await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
+        await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
+
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(3));
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    // The same with a real port below 1024, where this process may bind one (as root, or where the system lowers the
+    // privileged range); elsewhere the test is inconclusive and the two tests above stand for it.
+    [TestCase(false)]
+    [TestCase(true)]
+    [CancelAfter(20_000)]
+    public async Task Echo_SourcePortBelow1024_EchoedOnlyWhenAllowed(bool allow, CancellationToken cancellationToken)
+    {
+        using Socket client = BindPortBelow1024OrInconclusive();
+        await using var server = await StartAsync(options => options.AllowPrivilegedSourcePorts = allow, cancellationToken);
+
+        if (allow)
+        {
+            await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
+        }
+        else
+        {
+            await client.SendToAsync(new byte[] { 4, 5, 6 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        }
+
+        await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 1, cancellationToken);
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(allow ? 1 : 0));
+        Assert.That(server.Counters.Drops, Is.EqualTo(allow ? 0 : 1));
+    }
+
     private UdpEchoServerOptions Options(Action<UdpEchoServerOptions> configure)
     {
         var options = new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing };
@@ -99,6 +169,43 @@ public sealed partial class UdpEchoServerTests
         var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         return client;
+    }
+
+    private static int PortOf(Socket socket) => ((IPEndPoint)socket.LocalEndPoint!).Port;
+
+    /// <summary>A client on 127.0.0.1 at the highest free port below 1024; the test is inconclusive where binding
+    /// one is not allowed.</summary>
+    private static Socket BindPortBelow1024OrInconclusive()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        try
+        {
+            for (int port = UdpEchoServerOptions.FirstUnprivilegedPort - 1; port >= 512; port--)
+            {
+                try
+                {
+                    client.Bind(new IPEndPoint(IPAddress.Loopback, port));
+                    return client;
+                }
+                catch (SocketException ex) when (ex.SocketErrorCode == SocketError.AddressAlreadyInUse)
+                {
+                    // A service has it: try the next port down.
+                }
+                catch (SocketException ex)
+                {
+                    Assume.That(ex.SocketErrorCode, Is.Not.EqualTo(SocketError.AccessDenied), "binding a port below 1024 needs privileges this process does not have");
+                    throw;
+                }
+            }
+
+            Assert.Inconclusive("every port from 512 to 1023 is in use");
+            return client;
+        }
+        catch
+        {
+            client.Dispose();
+            throw;
+        }
     }
 
     /// <summary>Sends <paramref name="datagrams"/> datagrams one at a time, each echoed byte-exact before the next.</summary>
