@@ -147,7 +147,7 @@ public sealed partial class UdpEchoServer
                         }
                         else
                         {
-                            CountDrop();
+                            CountDatagramDropped(DroppedStopping);
                         }
                     }
                 }
@@ -158,7 +158,7 @@ public sealed partial class UdpEchoServer
             }
             catch (OperationCanceledException)
             {
-                CountDrop();
+                CountDatagramDropped(DroppedStopping);
                 break;
             }
             finally

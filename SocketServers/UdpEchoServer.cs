@@ -50,6 +50,12 @@ namespace SocketServers;
 /// </remarks>
 public sealed partial class UdpEchoServer : EchoServer
 {
+    // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
+    private const string DroppedTooLarge = "too_large";
+    private const string DroppedFromPrivilegedPort = "privileged_port";
+    private const string DroppedReplyFailed = "reply_failed";
+    private const string DroppedStopping = "stopping";
+
     private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
 
     private readonly IPEndPoint _endPoint;
@@ -209,6 +215,7 @@ public sealed partial class UdpEchoServer : EchoServer
 
         Drop(
             args,
+            DroppedFromPrivilegedPort,
             _privilegedPortWarnings,
             "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed:l}",
             _firstAnsweredPort);
@@ -224,6 +231,7 @@ public sealed partial class UdpEchoServer : EchoServer
             case SocketError.MessageSize:
                 Drop(
                     args,
+                    DroppedTooLarge,
                     _oversizedWarnings,
                     "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed:l}",
                     _maxDatagramSize);
@@ -256,13 +264,14 @@ public sealed partial class UdpEchoServer : EchoServer
     /// <summary>Counts a datagram that is not answered and warns about it, as often as
     /// <paramref name="warnings"/> lets through.</summary>
     /// <param name="args">The datagram's args; its sender goes into the warning.</param>
+    /// <param name="reason">Why, for the meter.</param>
     /// <param name="warnings">The limiter of this kind of warning.</param>
     /// <param name="template">The warning: holes for the sender, <paramref name="limit"/> and the suppressed note.</param>
     /// <param name="limit">The setting the datagram broke.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void Drop(PooledSocketArgs args, LogRateLimiter warnings, string template, int limit)
+    private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, string template, int limit)
     {
-        CountDrop();
+        CountDatagramDropped(reason);
         if (s_logger.IsWarnEnabled && warnings.TryAcquire(out long suppressed))
         {
             s_logger.Warn(template, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
@@ -317,7 +326,7 @@ public sealed partial class UdpEchoServer : EchoServer
             }
             else
             {
-                CountDrop();
+                CountDatagramDropped(DroppedReplyFailed);
                 switch (exception)
                 {
                     case SocketException socketException:
@@ -346,6 +355,14 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             Pool.Release(args.Slot);
         }
+    }
+
+    /// <summary>Counts a datagram that is not answered: in <see cref="EchoServerCounters.Drops"/>, and in the
+    /// meter's echo.datagrams.dropped with <paramref name="reason"/>.</summary>
+    private void CountDatagramDropped(string reason)
+    {
+        CountDrop();
+        EchoMetrics.DatagramDropped(this, reason);
     }
 
     /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since

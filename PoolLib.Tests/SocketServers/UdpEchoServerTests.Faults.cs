@@ -91,7 +91,7 @@ public sealed partial class UdpEchoServerTests
     // this test owns: the lower one is dropped exactly as a privileged port is, the higher one still echoed.
     [Test]
     [CancelAfter(20_000)]
-    public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedAndLogged(CancellationToken cancellationToken)
+    public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedMeteredAndLogged(CancellationToken cancellationToken)
     {
         using var log = new LogCapture();
         using Socket first = BoundClient();
@@ -99,6 +99,7 @@ public sealed partial class UdpEchoServerTests
         (Socket low, Socket high) = PortOf(first) < PortOf(second) ? (first, second) : (second, first);
         await using (var server = await StartAsync(options => options.FirstAnsweredPort = PortOf(high), cancellationToken))
         {
+            using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
             await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
             await EchoEachAsync(server, high, datagrams: 1, cancellationToken);
@@ -106,6 +107,7 @@ public sealed partial class UdpEchoServerTests
 
             Assert.That(server.Counters.Drops, Is.EqualTo(1));
             Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(1), "only the datagram from the higher port");
+            AssertOneDropMetered(meter, "privileged_port");
         }
 
         string[] warnings = log.Lines.Where(line => line.StartsWith("WARN", StringComparison.Ordinal)).ToArray();
@@ -169,6 +171,15 @@ public sealed partial class UdpEchoServerTests
         var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         return client;
+    }
+
+    private static void AssertOneDropMetered(EchoMeterReader meter, string reason)
+    {
+        var dropped = meter.Recorded("echo.datagrams.dropped");
+        Assert.That(dropped, Has.Count.EqualTo(1));
+        Assert.That(dropped[0].Value, Is.EqualTo(1));
+        Assert.That(dropped[0].Tags["reason"], Is.EqualTo(reason));
+        Assert.That(dropped[0].Tags["network.transport"], Is.EqualTo("udp"));
     }
 
     private static int PortOf(Socket socket) => ((IPEndPoint)socket.LocalEndPoint!).Port;

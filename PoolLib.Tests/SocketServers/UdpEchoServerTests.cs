@@ -106,6 +106,7 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
     {
         const int MaxSize = 1024;
         await using var server = await StartAsync(options => options.MaxDatagramSize = MaxSize, cancellationToken);
+        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + bytesOverLimit).ToArray();
@@ -128,6 +129,7 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
         Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(2));
+        AssertOneDropMetered(meter, "too_large");
     }
 
     [Test]
