@@ -24,6 +24,9 @@ public sealed class HostOptions
           --udp-processing P        threads: receive threads that reply themselves; block: asynchronous
                                     receives and a Dataflow reply block (default: threads)
           --udp-receives N          UDP receive threads, or outstanding receives with block, 1 to 256 (default: 1)
+          --udp-allow-privileged-ports
+                                    also echo UDP datagrams from source ports below 1024, which are dropped by
+                                    default: a reply to another echo or chargen service can loop without end
           --help                    show this text
 
         """;
@@ -62,6 +65,10 @@ public sealed class HostOptions
     /// <summary>UDP receive threads, or outstanding receives with <see cref="UdpProcessing.ReplyBlock"/>
     /// (<c>--udp-receives</c>).</summary>
     public int UdpReceives { get; private set; } = 1;
+
+    /// <summary>Whether the UDP server echoes datagrams from source ports below 1024
+    /// (<c>--udp-allow-privileged-ports</c>); see <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/>.</summary>
+    public bool UdpAllowPrivilegedPorts { get; private set; }
 
     /// <summary>Whether <c>--help</c> was given; the host then prints <see cref="Usage"/> and runs nothing.</summary>
     public bool ShowHelp { get; private set; }
@@ -108,6 +115,15 @@ public sealed class HostOptions
                     modeSeen = true;
                     parsed.RunTcp = name != "udp";
                     parsed.RunUdp = name != "tcp";
+                    continue;
+                case "--udp-allow-privileged-ports":
+                    if (value is not null)
+                    {
+                        error = $"'{name}' takes no value, not '{value}'.";
+                        return false;
+                    }
+
+                    parsed.UdpAllowPrivilegedPorts = true;
                     continue;
                 case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout" or "--udp-processing" or "--udp-receives":
                     if (value is null)
@@ -159,6 +175,7 @@ public sealed class HostOptions
         MaxDatagramSize = Math.Min(BufferSize, UdpEchoServerOptions.MaxDatagramSizeLimit),
         Processing = UdpProcessing,
         ConcurrentReceives = UdpReceives,
+        AllowPrivilegedSourcePorts = UdpAllowPrivilegedPorts,
     };
 
     /// <returns>null when <paramref name="value"/> is a whole number from min to max, now stored, else the error line.</returns>

@@ -19,6 +19,10 @@ namespace SocketServers;
 /// in-flight replies finish and the threads end. Where it does not wake them, they end when the socket is
 /// closed at the end of the stop grace period, on platforms where closing a socket unblocks its receives.
 /// </para>
+/// <para>
+/// A thread whose loop fails on an unexpected exception runs it again, after a pause, so the number of receive
+/// threads stays what the options say.
+/// </para>
 /// </remarks>
 public sealed partial class UdpEchoServer
 {
@@ -32,7 +36,7 @@ public sealed partial class UdpEchoServer
             {
                 try
                 {
-                    ReceiveAndReply(socket);
+                    RunReceiveThread(socket);
                 }
                 finally
                 {
@@ -68,7 +72,32 @@ public sealed partial class UdpEchoServer
         }
     }
 
-    /// <summary>The body of a receive thread: receives and answers datagrams until the server stops.</summary>
+    /// <summary>The body of a receive thread: runs <see cref="ReceiveAndReply"/> until the server stops, again
+    /// after <see cref="ReceiveRestartDelay"/> when it fails.</summary>
+    private void RunReceiveThread(Socket socket)
+    {
+        while (true)
+        {
+            try
+            {
+                ReceiveAndReply(socket);
+                return;
+            }
+            catch (Exception ex)
+            {
+                // The stop sets the token's wait handle, so it never waits for the pause to end.
+                if (!OnReceiveLoopFailed(ex) || StoppingToken.WaitHandle.WaitOne(ReceiveRestartDelay))
+                {
+                    return;
+                }
+            }
+
+            CountReceiveLoopRestart();
+        }
+    }
+
+    /// <summary>The receive loop: receives and answers datagrams until the server stops.</summary>
+    /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool by then.</exception>
     private void ReceiveAndReply(Socket socket)
     {
         CancellationToken stopping = StoppingToken;
@@ -77,54 +106,51 @@ public sealed partial class UdpEchoServer
         // The socket writes each sender's address here, and the args' endpoint takes it in place, as it does
         // after an asynchronous receive (ReusableIPEndPoint.Create): nothing allocated per datagram.
         var sender = new SocketAddress(family);
-        try
+        while (!stopping.IsCancellationRequested)
         {
-            while (!stopping.IsCancellationRequested)
+            if (TakeSlotUnlessStopping() is not { } slot)
             {
-                if (TakeSlotUnlessStopping() is not { } slot)
+                break;
+            }
+
+            bool replied = false;
+            try
+            {
+                var args = (PooledSocketArgs)slot.Object;
+                BeforeReceive?.Invoke();
+                SocketError error = Receive(socket, args.OwnBuffer, sender, out int length);
+                if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
                 {
+                    // Woken by the stop's shutdown, not by a datagram.
                     break;
                 }
 
-                bool replied = false;
-                try
+                if (error == SocketError.Success)
                 {
-                    var args = (PooledSocketArgs)slot.Object;
-                    SocketError error = Receive(socket, args.OwnBuffer, sender, out int length);
-                    if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
-                    {
-                        // Woken by the stop's shutdown, not by a datagram.
-                        break;
-                    }
+                    error = TakeSender(args, family, sender);
+                }
 
-                    if (error == SocketError.Success)
-                    {
-                        error = TakeSender(args, family, sender);
-                    }
-
-                    if (error == SocketError.Success && length <= _maxDatagramSize)
+                if (error == SocketError.Success && length <= _maxDatagramSize)
+                {
+                    if (IsFromAnsweredPort(args))
                     {
                         // EndReply returns the args to the pool, whatever the send did.
                         replied = true;
                         EndReply(args, length, TrySend(args, length));
                     }
-                    else if (!OnReceiveFailed(args, error))
-                    {
-                        break;
-                    }
                 }
-                finally
+                else if (!OnReceiveFailed(args, error))
                 {
-                    if (!replied)
-                    {
-                        Pool.Release(slot);
-                    }
+                    break;
                 }
             }
-        }
-        catch (Exception ex)
-        {
-            OnReceiveLoopFailed(ex);
+            finally
+            {
+                if (!replied)
+                {
+                    Pool.Release(slot);
+                }
+            }
         }
     }
 

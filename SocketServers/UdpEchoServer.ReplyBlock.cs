@@ -69,41 +69,74 @@ public sealed partial class UdpEchoServer
     // The receive loops and the reply block are done: nobody waits on or sets the event any more.
     private void DisposeReplyBlock() => _datagramQueued.Dispose();
 
+    /// <summary>One of the outstanding receives: runs <see cref="ReceiveAndHandOverAsync"/> until the server stops,
+    /// again after <see cref="ReceiveRestartDelay"/> when it fails.</summary>
     private async Task ReceiveLoopAsync(Socket socket, ActionBlock<PooledSocketArgs> replies)
     {
         // Run on the thread pool, not on the caller of StartAsync.
         await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
+        while (true)
+        {
+            try
+            {
+                await ReceiveAndHandOverAsync(socket, replies).ConfigureAwait(false);
+                return;
+            }
+            catch (Exception ex)
+            {
+                if (!OnReceiveLoopFailed(ex))
+                {
+                    return;
+                }
+            }
+
+            // The stop cancels the pause.
+            await Task.Delay(ReceiveRestartDelay, StoppingToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            if (StoppingToken.IsCancellationRequested)
+            {
+                return;
+            }
+
+            CountReceiveLoopRestart();
+        }
+    }
+
+    /// <summary>The receive loop: receives datagrams and hands them to the reply block until the server stops.</summary>
+    /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool or in the block by then.</exception>
+    private async Task ReceiveAndHandOverAsync(Socket socket, ActionBlock<PooledSocketArgs> replies)
+    {
         CancellationToken stopping = StoppingToken;
         AddressFamily family = socket.AddressFamily;
-        try
+        while (!stopping.IsCancellationRequested)
         {
-            while (!stopping.IsCancellationRequested)
+            if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
             {
-                if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
-                {
-                    break;
-                }
+                break;
+            }
 
-                bool handedOver = false;
+            bool handedOver = false;
+            try
+            {
+                var args = (PooledSocketArgs)slot.Object;
+                BeforeReceive?.Invoke();
+
+                // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+                args.RemoteEndPoint = args.SenderEndPoint(family);
+                SocketError error;
                 try
                 {
-                    var args = (PooledSocketArgs)slot.Object;
+                    await args.ReceiveFromAsync(socket).ConfigureAwait(false);
+                    error = args.SocketError;
+                }
+                catch (ObjectDisposedException)
+                {
+                    error = SocketError.OperationAborted;
+                }
 
-                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
-                    args.RemoteEndPoint = args.SenderEndPoint(family);
-                    SocketError error;
-                    try
-                    {
-                        await args.ReceiveFromAsync(socket).ConfigureAwait(false);
-                        error = args.SocketError;
-                    }
-                    catch (ObjectDisposedException)
-                    {
-                        error = SocketError.OperationAborted;
-                    }
-
-                    if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
-                        && (args.SocketFlags & SocketFlags.Truncated) == 0)
+                if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
+                    && (args.SocketFlags & SocketFlags.Truncated) == 0)
+                {
+                    if (IsFromAnsweredPort(args))
                     {
                         // The block owns the args from here (it may already be replied to and reused when Post
                         // returns); a full block makes this receive loop wait.
@@ -114,31 +147,27 @@ public sealed partial class UdpEchoServer
                         }
                         else
                         {
-                            CountDrop();
+                            CountDatagramDropped(DroppedStopping);
                         }
                     }
-                    else if (!OnReceiveFailed(args, error))
-                    {
-                        break;
-                    }
                 }
-                catch (OperationCanceledException)
+                else if (!OnReceiveFailed(args, error))
                 {
-                    CountDrop();
                     break;
                 }
-                finally
+            }
+            catch (OperationCanceledException)
+            {
+                CountDatagramDropped(DroppedStopping);
+                break;
+            }
+            finally
+            {
+                if (!handedOver)
                 {
-                    if (!handedOver)
-                    {
-                        Pool.Release(slot);
-                    }
+                    Pool.Release(slot);
                 }
             }
-        }
-        catch (Exception ex)
-        {
-            OnReceiveLoopFailed(ex);
         }
     }
 

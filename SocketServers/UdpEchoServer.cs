@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using NLog;
 using SocketServers.Internal;
 
@@ -27,9 +28,18 @@ namespace SocketServers;
 /// <para>
 /// Either way memory never grows with the load. A datagram larger than
 /// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
-/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. ICMP errors caused by earlier replies
+/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. So is a datagram from a source port below
+/// <see cref="UdpEchoServerOptions.FirstUnprivilegedPort"/>, unless
+/// <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/> is set. Warnings about single datagrams (dropped,
+/// or a reply or receive that failed) are logged a few times a second at most for each kind, each line saying how
+/// many similar ones were suppressed since the last. ICMP errors caused by earlier replies
 /// (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/> and the like) are
 /// logged at Debug and receiving goes on.
+/// </para>
+/// <para>
+/// A receive loop (or thread) that fails on an unexpected exception is logged at Error and started again after a
+/// short pause, unless the server is stopping, so the server keeps
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives; a stop ends the pause at once.
 /// </para>
 /// <para>
 /// In steady state an echoed datagram allocates nothing: each args keeps the endpoint that receives report the
@@ -40,6 +50,12 @@ namespace SocketServers;
 /// </remarks>
 public sealed partial class UdpEchoServer : EchoServer
 {
+    // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
+    private const string DroppedTooLarge = "too_large";
+    private const string DroppedFromPrivilegedPort = "privileged_port";
+    private const string DroppedReplyFailed = "reply_failed";
+    private const string DroppedStopping = "stopping";
+
     private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
 
     private readonly IPEndPoint _endPoint;
@@ -48,9 +64,18 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxPendingDatagrams;
     private readonly UdpProcessing _processing;
 
-    // Receive loops (or threads) still receiving; only one that fails unexpectedly ends early, and the log says
-    // how many remain.
-    private int _receiveLoopsLeft;
+    // Datagrams from source ports below this are dropped; 0 when every port is answered.
+    private readonly int _firstAnsweredPort;
+
+    // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
+    private readonly LogRateLimiter _oversizedWarnings = new();
+    private readonly LogRateLimiter _privilegedPortWarnings = new();
+    private readonly LogRateLimiter _receiveWarnings = new();
+    private readonly LogRateLimiter _replyWarnings = new();
+    private readonly LogRateLimiter _receiveLoopErrors = new();
+
+    // Receive loops (or threads) started again after an unexpected exception; written with Interlocked.
+    private long _receiveLoopRestarts;
 
     private Socket? _socket;
 
@@ -80,17 +105,30 @@ public sealed partial class UdpEchoServer : EchoServer
         _concurrentReceives = options.ConcurrentReceives;
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
+        _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
     }
 
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Udp;
+
+    /// <summary>Receive loops (or threads) started again after an unexpected exception, since start.</summary>
+    internal long ReceiveLoopRestarts => Interlocked.Read(ref _receiveLoopRestarts);
+
+    /// <summary>How long a receive loop that failed waits before it starts again; a stop ends the wait at once.
+    /// Long enough that a fault that recurs at once is not a busy loop, short enough that one datagram that
+    /// trips a fault costs little service. Settable before <see cref="EchoServer.StartAsync"/>, for tests.</summary>
+    internal TimeSpan ReceiveRestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>A fault to inject, for tests: runs on the receiving thread before each receive, with the receive's
+    /// args taken, and what it throws is an unexpected exception of the receive loop. Set before
+    /// <see cref="EchoServer.StartAsync"/>.</summary>
+    internal Action? BeforeReceive { get; set; }
 
     private protected override IPEndPoint StartCore()
     {
         Socket socket = BindSocket(_endPoint);
         var bound = (IPEndPoint)socket.LocalEndPoint!;
         _socket = socket;
-        _receiveLoopsLeft = _concurrentReceives;
         try
         {
             _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(socket) : StartReceiveThreads(socket));
@@ -104,11 +142,12 @@ public sealed partial class UdpEchoServer : EchoServer
             throw;
         }
         s_logger.Info(
-            "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives)",
+            "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives, {SourcePorts:l})",
             bound,
             _processing,
             _maxDatagramSize,
-            _concurrentReceives);
+            _concurrentReceives,
+            _firstAnsweredPort == 0 ? "every source port answered" : $"source ports below {_firstAnsweredPort} dropped");
         return bound;
     }
 
@@ -144,14 +183,43 @@ public sealed partial class UdpEchoServer : EchoServer
         s_logger.Info("UDP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
     }
 
-    /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception; the others go on.</summary>
-    private void OnReceiveLoopFailed(Exception exception)
+    /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception.</summary>
+    /// <returns>Whether to start it again after <see cref="ReceiveRestartDelay"/>: unless the server is stopping.</returns>
+    private bool OnReceiveLoopFailed(Exception exception)
     {
-        s_logger.Error(
-            exception,
-            "UDP receive loop on {EndPoint} failed; {Left} receive loop(s) left",
-            LocalEndPoint,
-            Interlocked.Decrement(ref _receiveLoopsLeft));
+        bool restart = !StoppingToken.IsCancellationRequested;
+        if (s_logger.IsErrorEnabled && _receiveLoopErrors.TryAcquire(out long suppressed))
+        {
+            s_logger.Error(
+                exception,
+                "UDP receive loop on {EndPoint} failed; {Outcome:l}{Suppressed:l}",
+                LocalEndPoint,
+                restart ? $"it starts again in {ReceiveRestartDelay.TotalMilliseconds} ms" : "the server is stopping",
+                LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        return restart;
+    }
+
+    /// <summary>Counts a receive loop that starts again after <see cref="OnReceiveLoopFailed"/>.</summary>
+    private void CountReceiveLoopRestart() => Interlocked.Increment(ref _receiveLoopRestarts);
+
+    /// <returns>Whether the datagram in <paramref name="args"/> may be answered: not when it comes from a source
+    /// port below <see cref="_firstAnsweredPort"/>, which is counted as a drop and logged.</returns>
+    private bool IsFromAnsweredPort(PooledSocketArgs args)
+    {
+        if (args.RemoteEndPoint is not IPEndPoint { Port: int port } || port >= _firstAnsweredPort)
+        {
+            return true;
+        }
+
+        Drop(
+            args,
+            DroppedFromPrivilegedPort,
+            _privilegedPortWarnings,
+            "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed:l}",
+            _firstAnsweredPort);
+        return false;
     }
 
     /// <returns>Whether the receive loop (or thread) goes on.</returns>
@@ -161,11 +229,12 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             case SocketError.Success:
             case SocketError.MessageSize:
-                CountDrop();
-                if (s_logger.IsWarnEnabled)
-                {
-                    s_logger.Warn("UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes", SenderOf(args), _maxDatagramSize);
-                }
+                Drop(
+                    args,
+                    DroppedTooLarge,
+                    _oversizedWarnings,
+                    "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed:l}",
+                    _maxDatagramSize);
                 return true;
             case SocketError.ConnectionReset:
             case SocketError.ConnectionRefused:
@@ -180,8 +249,32 @@ public sealed partial class UdpEchoServer : EchoServer
             case SocketError.Interrupted:
                 return false;
             default:
-                s_logger.Warn("UDP receive on {EndPoint} failed: {SocketError}", LocalEndPoint, error);
+                if (s_logger.IsWarnEnabled && _receiveWarnings.TryAcquire(out long suppressed))
+                {
+                    s_logger.Warn(
+                        "UDP receive on {EndPoint} failed: {SocketError}{Suppressed:l}",
+                        LocalEndPoint,
+                        error,
+                        LogRateLimiter.SuppressedNote(suppressed));
+                }
                 return !StoppingToken.IsCancellationRequested;
+        }
+    }
+
+    /// <summary>Counts a datagram that is not answered and warns about it, as often as
+    /// <paramref name="warnings"/> lets through.</summary>
+    /// <param name="args">The datagram's args; its sender goes into the warning.</param>
+    /// <param name="reason">Why, for the meter.</param>
+    /// <param name="warnings">The limiter of this kind of warning.</param>
+    /// <param name="template">The warning: holes for the sender, <paramref name="limit"/> and the suppressed note.</param>
+    /// <param name="limit">The setting the datagram broke.</param>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, string template, int limit)
+    {
+        CountDatagramDropped(reason);
+        if (s_logger.IsWarnEnabled && warnings.TryAcquire(out long suppressed))
+        {
+            s_logger.Warn(template, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
         }
     }
 
@@ -233,7 +326,7 @@ public sealed partial class UdpEchoServer : EchoServer
             }
             else
             {
-                CountDrop();
+                CountDatagramDropped(DroppedReplyFailed);
                 switch (exception)
                 {
                     case SocketException socketException:
@@ -246,9 +339,13 @@ public sealed partial class UdpEchoServer : EchoServer
                         // The socket was closed at the end of the stop grace period.
                         break;
                     default:
-                        if (s_logger.IsWarnEnabled)
+                        if (s_logger.IsWarnEnabled && _replyWarnings.TryAcquire(out long suppressed))
                         {
-                            s_logger.Warn(exception, "UDP reply to {RemoteEndPoint} failed", SenderOf(args));
+                            s_logger.Warn(
+                                exception,
+                                "UDP reply to {RemoteEndPoint} failed{Suppressed:l}",
+                                SenderOf(args),
+                                LogRateLimiter.SuppressedNote(suppressed));
                         }
                         break;
                 }
@@ -258,6 +355,14 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             Pool.Release(args.Slot);
         }
+    }
+
+    /// <summary>Counts a datagram that is not answered: in <see cref="EchoServerCounters.Drops"/>, and in the
+    /// meter's echo.datagrams.dropped with <paramref name="reason"/>.</summary>
+    private void CountDatagramDropped(string reason)
+    {
+        CountDrop();
+        EchoMetrics.DatagramDropped(this, reason);
     }
 
     /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since

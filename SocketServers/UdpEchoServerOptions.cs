@@ -1,3 +1,5 @@
+using System.Net;
+
 namespace SocketServers;
 
 /// <summary>Settings of a <see cref="UdpEchoServer"/>; the defaults are safe for a public default install.</summary>
@@ -13,10 +15,14 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The largest accepted <see cref="ConcurrentReceives"/>: 256.</summary>
     public const int MaxConcurrentReceives = 256;
 
+    /// <summary>The lowest unprivileged port, 1024: ports below it are reserved for system services.</summary>
+    public const int FirstUnprivilegedPort = 1024;
+
     private int _maxDatagramSize = 8192;
     private int _concurrentReceives = 1;
     private int _maxPendingDatagrams = 256;
     private UdpProcessing _processing = UdpProcessing.ReceiveThreads;
+    private int _firstAnsweredPort = FirstUnprivilegedPort;
 
     /// <summary>How datagrams are received and replied to; <see cref="UdpProcessing.ReceiveThreads"/> by
     /// default.</summary>
@@ -61,5 +67,26 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     {
         get => _maxPendingDatagrams;
         set => _maxPendingDatagrams = CheckRange(value, 1, 65536);
+    }
+
+    /// <summary>Whether datagrams from source ports below <see cref="FirstUnprivilegedPort"/> are echoed;
+    /// <see langword="false"/> by default, which drops them (counted in <see cref="EchoServerCounters.Drops"/>, and
+    /// logged as a warning a few times a second at most).</summary>
+    /// <remarks>
+    /// Services such as echo, chargen, DNS, NTP and TFTP answer from ports below 1024. A datagram that an attacker
+    /// sends to this server with such a service's address as its source can make this server and that service
+    /// answer each other without end (CVE-2024-2169). Clients send from ephemeral ports, far above 1024, so
+    /// dropping these costs them nothing; allow them only for a client known to send from a low port.
+    /// </remarks>
+    public bool AllowPrivilegedSourcePorts { get; set; }
+
+    /// <summary>Source ports below this are dropped unless <see cref="AllowPrivilegedSourcePorts"/> is set;
+    /// <see cref="FirstUnprivilegedPort"/>, and settable only so that a test can drop datagrams from a port it can
+    /// bind without privileges.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is outside 1 to 65536.</exception>
+    internal int FirstAnsweredPort
+    {
+        get => _firstAnsweredPort;
+        set => _firstAnsweredPort = CheckRange(value, 1, IPEndPoint.MaxPort + 1);
     }
 }

@@ -20,6 +20,7 @@ public sealed class HostOptionsTests
         Assert.That(options.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(60)));
         Assert.That(options.UdpProcessing, Is.EqualTo(UdpProcessing.ReceiveThreads));
         Assert.That(options.UdpReceives, Is.EqualTo(1));
+        Assert.That(options.UdpAllowPrivilegedPorts, Is.False);
         Assert.That(options.ShowHelp, Is.False);
     }
 
@@ -40,7 +41,7 @@ public sealed class HostOptionsTests
         string[] args =
         [
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
-            "--udp-processing", "block", "--udp-receives", "3",
+            "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports",
         ];
 
         bool ok = HostOptions.TryParse(args, out HostOptions? options, out string? error);
@@ -53,6 +54,7 @@ public sealed class HostOptionsTests
         Assert.That(options.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(2.5)));
         Assert.That(options.UdpProcessing, Is.EqualTo(UdpProcessing.ReplyBlock));
         Assert.That(options.UdpReceives, Is.EqualTo(3));
+        Assert.That(options.UdpAllowPrivilegedPorts, Is.True);
     }
 
     [Test]
@@ -62,7 +64,7 @@ public sealed class HostOptionsTests
 
         Assert.That(ok, Is.True);
         Assert.That(options!.ShowHelp, Is.True);
-        Assert.That(HostOptions.Usage, Does.Contain("--max-connections").And.Contain("--idle-timeout"));
+        Assert.That(HostOptions.Usage, Does.Contain("--max-connections").And.Contain("--idle-timeout").And.Contain("--udp-allow-privileged-ports"));
     }
 
     [TestCase("--bogus", "unknown option '--bogus'")]
@@ -82,6 +84,7 @@ public sealed class HostOptionsTests
     [TestCase("--udp-processing inline", "'--udp-processing' expects threads or block")]
     [TestCase("--udp-receives 0", "'--udp-receives' expects")]
     [TestCase("--udp-receives 257", "'--udp-receives' expects")]
+    [TestCase("--udp-allow-privileged-ports=yes", "'--udp-allow-privileged-ports' takes no value")]
     public void TryParse_BadArgument_FailsWithOneLine(string commandLine, string expected)
     {
         bool ok = HostOptions.TryParse(commandLine.Split(' '), out HostOptions? options, out string? error);
@@ -104,7 +107,7 @@ public sealed class HostOptionsTests
     public void CreateServerOptions_ParsedValues_CarriedOverWithUdpDatagramCapped()
     {
         HostOptions.TryParse(
-            ["--port", "9000", "--buffer-size", "100000", "--idle-timeout", "0", "--max-connections", "7", "--udp-processing=block", "--udp-receives=2"],
+            ["--port", "9000", "--buffer-size", "100000", "--idle-timeout", "0", "--max-connections", "7", "--udp-processing=block", "--udp-receives=2", "--udp-allow-privileged-ports"],
             out HostOptions? options,
             out _);
 
@@ -116,5 +119,16 @@ public sealed class HostOptionsTests
         Assert.That(udp.Port, Is.EqualTo(9000));
         Assert.That(udp.MaxDatagramSize, Is.EqualTo(UdpEchoServerOptions.MaxDatagramSizeLimit));
         Assert.That((udp.Processing, udp.ConcurrentReceives), Is.EqualTo((UdpProcessing.ReplyBlock, 2)));
+        Assert.That(udp.AllowPrivilegedSourcePorts, Is.True);
+    }
+
+    [Test]
+    public void CreateUdpOptions_Defaults_DropPrivilegedSourcePorts()
+    {
+        HostOptions.TryParse([], out HostOptions? options, out _);
+
+        UdpEchoServerOptions udp = options!.CreateUdpOptions();
+
+        Assert.That(udp.AllowPrivilegedSourcePorts, Is.False);
     }
 }

@@ -10,6 +10,8 @@ public sealed class UdpEchoServerOptionsTests
     [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), 257)]
     [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 0)]
     [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 65537)]
+    [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 0)]
+    [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 65537)]
     public void Setter_OutOfRange_ThrowsNamingTheProperty(string property, int value)
     {
         var options = new UdpEchoServerOptions();
@@ -28,6 +30,8 @@ public sealed class UdpEchoServerOptionsTests
         Assert.That(options.ConcurrentReceives, Is.EqualTo(1));
         Assert.That(options.MaxPendingDatagrams, Is.EqualTo(256));
         Assert.That(options.Processing, Is.EqualTo(UdpProcessing.ReceiveThreads));
+        Assert.That(options.AllowPrivilegedSourcePorts, Is.False, "datagrams from ports below 1024 are dropped");
+        Assert.That(options.FirstAnsweredPort, Is.EqualTo(UdpEchoServerOptions.FirstUnprivilegedPort));
     }
 
     [Test]
@@ -53,6 +57,9 @@ public sealed class UdpEchoServerOptionsTests
                 break;
             case nameof(UdpEchoServerOptions.MaxPendingDatagrams):
                 options.MaxPendingDatagrams = value;
+                break;
+            case nameof(UdpEchoServerOptions.FirstAnsweredPort):
+                options.FirstAnsweredPort = value;
                 break;
             default:
                 throw new ArgumentException($"no case for {property}", nameof(property));

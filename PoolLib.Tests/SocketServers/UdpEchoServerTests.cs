@@ -8,7 +8,7 @@ namespace PoolLib.Tests.SocketServers;
 /// <summary>The behaviour every <see cref="UdpProcessing"/> must have, run once per processing.</summary>
 [TestFixture(UdpProcessing.ReceiveThreads)]
 [TestFixture(UdpProcessing.ReplyBlock)]
-public sealed class UdpEchoServerTests(UdpProcessing processing)
+public sealed partial class UdpEchoServerTests(UdpProcessing processing)
 {
     [Test]
     public void Constructor_NullOptions_ThrowsArgumentNull()
@@ -106,6 +106,7 @@ public sealed class UdpEchoServerTests(UdpProcessing processing)
     {
         const int MaxSize = 1024;
         await using var server = await StartAsync(options => options.MaxDatagramSize = MaxSize, cancellationToken);
+        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + bytesOverLimit).ToArray();
@@ -128,6 +129,7 @@ public sealed class UdpEchoServerTests(UdpProcessing processing)
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
         Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(2));
+        AssertOneDropMetered(meter, "too_large");
     }
 
     [Test]
@@ -268,9 +270,7 @@ public sealed class UdpEchoServerTests(UdpProcessing processing)
             throw;
         }
 
-        // Not StopAsync(cancellationToken), which would close the socket on cancellation and so wake the receives
-        // itself; and no dispose when it does not return, since that would wait for the same stop.
-        await server.StopAsync().WaitAsync(cancellationToken);
+        await StopWithoutCancellingAsync(server, cancellationToken);
 
         EchoServerCounters counters = server.Counters;
         Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
@@ -338,4 +338,12 @@ public sealed class UdpEchoServerTests(UdpProcessing processing)
 
     private Task<UdpEchoServer> StartAsync(Action<UdpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)
         => UdpEchoTesting.StartAsync(processing, configure, cancellationToken);
+
+    /// <summary>Stops <paramref name="server"/> within the test's time limit, for a test whose point is that the stop
+    /// returns by itself.</summary>
+    /// <remarks>Not <c>StopAsync(cancellationToken)</c>, which would close the socket on cancellation and so end what
+    /// the test waits for itself; and the caller does not dispose the server when this does not return, since that
+    /// would wait for the same stop.</remarks>
+    private static Task StopWithoutCancellingAsync(UdpEchoServer server, CancellationToken cancellationToken)
+        => server.StopAsync().WaitAsync(cancellationToken);
 }

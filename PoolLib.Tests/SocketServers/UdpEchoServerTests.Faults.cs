@@ -1,0 +1,234 @@
+using System.Net;
+using System.Net.Sockets;
+using SocketServers;
+
+namespace PoolLib.Tests.SocketServers;
+
+/// <summary>Faults that must not stop the server: a receive loop that throws, datagrams from privileged ports.</summary>
+public sealed partial class UdpEchoServerTests
+{
+    [TestCase(1)]
+    [TestCase(4)]
+    [CancelAfter(30_000)]
+    public async Task ReceiveLoop_FirstReceivesThrow_EachFaultLoggedAndEveryReceiveRestarted(int receives, CancellationToken cancellationToken)
+    {
+        const int Faults = 3;
+        const int Datagrams = 10;
+        using var log = new LogCapture();
+        int receiveCalls = 0;
+        var server = new UdpEchoServer(Options(options => options.ConcurrentReceives = receives))
+        {
+            BeforeReceive = () =>
+            {
+                if (Interlocked.Increment(ref receiveCalls) <= Faults)
+                {
+                    throw new InvalidOperationException("injected receive fault");
+                }
+            },
+        };
+        await using (server)
+        {
+            await server.StartAsync(cancellationToken);
+            using Socket client = BoundClient();
+
+            // With one receive, each echo needs the loop that failed three times; with four, the idle pool below
+            // needs all four loops back in their receives.
+            await Poll.UntilAsync(() => server.ReceiveLoopRestarts == Faults, cancellationToken);
+            await EchoEachAsync(server, client, Datagrams, cancellationToken);
+            await UdpEchoTesting.WaitForIdleAsync(server, receives, Datagrams, cancellationToken);
+
+            Assert.That(server.ReceiveLoopRestarts, Is.EqualTo(Faults));
+            Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
+            Assert.That(server.Counters.Drops, Is.Zero);
+        }
+
+        string[] errors = log.Lines.Where(line => line.StartsWith("ERROR", StringComparison.Ordinal)).ToArray();
+        Assert.That(errors, Has.Length.EqualTo(Faults), "one line per fault, within the limiter's lines");
+        Assert.That(errors, Has.All.Contain("UDP receive loop on").And.Contain("it starts again in 100 ms").And.EndWith(nameof(InvalidOperationException)));
+    }
+
+    // With a pause of for ever and a grace period of a day, a stop that waited for the pause, or for a receive that
+    // will never be made, would not return, and the test would hit its own time limit instead of passing.
+    [TestCase(1)]
+    [TestCase(4)]
+    [CancelAfter(30_000)]
+    public async Task StopAsync_ReceiveLoopsPausedAfterFaults_ReturnsWithEverySlotBackAndNoRestart(int receives, CancellationToken cancellationToken)
+    {
+        int receiveCalls = 0;
+        var server = new UdpEchoServer(Options(options =>
+        {
+            options.ConcurrentReceives = receives;
+            options.StopGracePeriod = TimeSpan.FromDays(1);
+        }))
+        {
+            ReceiveRestartDelay = Timeout.InfiniteTimeSpan,
+            BeforeReceive = () =>
+            {
+                Interlocked.Increment(ref receiveCalls);
+                throw new InvalidOperationException("injected receive fault");
+            },
+        };
+        try
+        {
+            await server.StartAsync(cancellationToken);
+            await Poll.UntilAsync(() => Volatile.Read(ref receiveCalls) == receives, cancellationToken);
+        }
+        catch
+        {
+            await server.DisposeAsync();
+            throw;
+        }
+
+        await StopWithoutCancellingAsync(server, cancellationToken);
+
+        Assert.That(server.Counters.PoolAvailableCount, Is.EqualTo(server.Counters.PoolTotalCount), "every args back in the pool");
+        Assert.That(server.ReceiveLoopRestarts, Is.Zero);
+        Assert.That(receiveCalls, Is.EqualTo(receives), "no loop started again");
+        await server.DisposeAsync();
+    }
+
+    // Ports below 1024 need privileges to bind, so the server's threshold is moved up between two ephemeral ports
+    // this test owns: the lower one is dropped exactly as a privileged port is, the higher one still echoed.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedMeteredAndLogged(CancellationToken cancellationToken)
+    {
+        using var log = new LogCapture();
+        using Socket first = BoundClient();
+        using Socket second = BoundClient();
+        (Socket low, Socket high) = PortOf(first) < PortOf(second) ? (first, second) : (second, first);
+        await using (var server = await StartAsync(options => options.FirstAnsweredPort = PortOf(high), cancellationToken))
+        {
+            using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+            await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+            await EchoEachAsync(server, high, datagrams: 1, cancellationToken);
+            await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 2, cancellationToken);
+
+            Assert.That(server.Counters.Drops, Is.EqualTo(1));
+            Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(1), "only the datagram from the higher port");
+            AssertOneDropMetered(meter, "privileged_port");
+        }
+
+        string[] warnings = log.Lines.Where(line => line.StartsWith("WARN", StringComparison.Ordinal)).ToArray();
+        Assert.That(warnings, Has.Length.EqualTo(1));
+        Assert.That(warnings[0], Does.Contain($"UDP datagram from 127.0.0.1:{PortOf(low)} dropped").And.Contain($"source ports below {PortOf(high)}"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Echo_PrivilegedSourcePortsAllowed_SourceBelowTheFirstAnsweredEchoed(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.AllowPrivilegedSourcePorts = true;
+                options.FirstAnsweredPort = IPEndPoint.MaxPort + 1;
+            },
+            cancellationToken);
+        using Socket client = BoundClient();
+
+        await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
+        await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
+
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(3));
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    // The same with a real port below 1024, where this process may bind one (as root, or where the system lowers the
+    // privileged range); elsewhere the test is inconclusive and the two tests above stand for it.
+    [TestCase(false)]
+    [TestCase(true)]
+    [CancelAfter(20_000)]
+    public async Task Echo_SourcePortBelow1024_EchoedOnlyWhenAllowed(bool allow, CancellationToken cancellationToken)
+    {
+        using Socket client = BindPortBelow1024OrInconclusive();
+        await using var server = await StartAsync(options => options.AllowPrivilegedSourcePorts = allow, cancellationToken);
+
+        if (allow)
+        {
+            await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
+        }
+        else
+        {
+            await client.SendToAsync(new byte[] { 4, 5, 6 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        }
+
+        await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 1, cancellationToken);
+        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(allow ? 1 : 0));
+        Assert.That(server.Counters.Drops, Is.EqualTo(allow ? 0 : 1));
+    }
+
+    private UdpEchoServerOptions Options(Action<UdpEchoServerOptions> configure)
+    {
+        var options = new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing };
+        configure(options);
+        return options;
+    }
+
+    private static Socket BoundClient()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        return client;
+    }
+
+    private static void AssertOneDropMetered(EchoMeterReader meter, string reason)
+    {
+        var dropped = meter.Recorded("echo.datagrams.dropped");
+        Assert.That(dropped, Has.Count.EqualTo(1));
+        Assert.That(dropped[0].Value, Is.EqualTo(1));
+        Assert.That(dropped[0].Tags["reason"], Is.EqualTo(reason));
+        Assert.That(dropped[0].Tags["network.transport"], Is.EqualTo("udp"));
+    }
+
+    private static int PortOf(Socket socket) => ((IPEndPoint)socket.LocalEndPoint!).Port;
+
+    /// <summary>A client on 127.0.0.1 at the highest free port below 1024; the test is inconclusive where binding
+    /// one is not allowed.</summary>
+    private static Socket BindPortBelow1024OrInconclusive()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        try
+        {
+            for (int port = UdpEchoServerOptions.FirstUnprivilegedPort - 1; port >= 512; port--)
+            {
+                try
+                {
+                    client.Bind(new IPEndPoint(IPAddress.Loopback, port));
+                    return client;
+                }
+                catch (SocketException ex) when (ex.SocketErrorCode == SocketError.AddressAlreadyInUse)
+                {
+                    // A service has it: try the next port down.
+                }
+                catch (SocketException ex)
+                {
+                    Assume.That(ex.SocketErrorCode, Is.Not.EqualTo(SocketError.AccessDenied), "binding a port below 1024 needs privileges this process does not have");
+                    throw;
+                }
+            }
+
+            Assert.Inconclusive("every port from 512 to 1023 is in use");
+            return client;
+        }
+        catch
+        {
+            client.Dispose();
+            throw;
+        }
+    }
+
+    /// <summary>Sends <paramref name="datagrams"/> datagrams one at a time, each echoed byte-exact before the next.</summary>
+    private static async Task EchoEachAsync(UdpEchoServer server, Socket client, int datagrams, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[64];
+        for (int i = 0; i < datagrams; i++)
+        {
+            byte[] datagram = [42, (byte)i];
+            await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            int received = await UdpEchoTesting.ReceiveWithinAsync(client, buffer, cancellationToken);
+            Assert.That(buffer[..received], Is.EqualTo(datagram));
+        }
+    }
+}

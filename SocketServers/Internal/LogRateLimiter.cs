@@ -1,0 +1,132 @@
+using System.Diagnostics;
+using System.Globalization;
+
+namespace SocketServers.Internal;
+
+/// <summary>
+/// Lets through at most a few log lines of one kind per time window and counts the others, so that a flood of
+/// per-datagram or per-connection warnings costs a few lines a second instead of one line each.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Use one instance per kind of line. Where the line would be logged, call <see cref="TryAcquire"/> first (after the
+/// logger's level check) and log only when it returns <see langword="true"/>, with <see cref="SuppressedNote"/> of
+/// the count it reports at the end of the line. A refused call reads the clock, makes one atomic increment and
+/// allocates nothing; no timer runs.
+/// </para>
+/// <para>
+/// Algorithm, lock-free: <see cref="_window"/> packs the start of the current window (clock milliseconds) above
+/// <see cref="CountBits"/> bits holding the lines let through in it, so that one CompareExchange both opens a
+/// window and takes a line in it. A call that finds the window over opens a new one, starting now, with itself as
+/// its first line; one that finds room takes the next line; one that finds the window full only counts itself in
+/// <see cref="_suppressed"/>, and the next line let through takes that count. Guarantees: at most
+/// <see cref="_linesPerWindow"/> lines per window; a window starts a window's length or more after the previous
+/// one, on the clock, at the first call that finds it over (so over a long flood, at most that many lines per
+/// window's length); every refused call is reported exactly once, by a later line let through (never, if none
+/// comes). Not guaranteed: which of several concurrent callers gets the last line of a window. A CompareExchange
+/// that fails is retried, and it fails only because another caller's succeeded (lock-free, not wait-free).
+/// </para>
+/// <para>Thread safety: every member may be called from any thread.</para>
+/// </remarks>
+internal sealed class LogRateLimiter
+{
+    /// <summary>The most lines a window may let through.</summary>
+    public const int MaxLinesPerWindow = (1 << CountBits) - 1;
+
+    /// <summary>Lines a second that <see cref="LogRateLimiter()"/> lets through: a few, so that a flood still
+    /// shows in the log, with its size, without filling it.</summary>
+    public const int DefaultLinesPerSecond = 3;
+
+    private const int CountBits = 16;
+    private const long CountMask = MaxLinesPerWindow;
+
+    // The clock's value must fit above the count: 2^47 ms is over 4,000 years of uptime.
+    private const long MaxClock = long.MaxValue >> CountBits;
+
+    private readonly int _linesPerWindow;
+    private readonly long _windowMilliseconds;
+
+    // Milliseconds, monotonic; null for Environment.TickCount64, read directly.
+    private readonly Func<long>? _clock;
+
+    // (window start << CountBits) | lines let through in that window. Invariant: the count is at most
+    // _linesPerWindow; it only grows by CompareExchange within one window, and a new window starts at 1.
+    private long _window;
+
+    // Calls refused since the last line let through took the count; only incremented, and taken with Exchange.
+    private long _suppressed;
+
+    /// <summary>Creates a limiter that lets through <see cref="DefaultLinesPerSecond"/> lines a second.</summary>
+    public LogRateLimiter()
+        : this(DefaultLinesPerSecond, TimeSpan.FromSeconds(1))
+    {
+    }
+
+    /// <summary>Creates a limiter that lets through <paramref name="linesPerWindow"/> lines per
+    /// <paramref name="window"/>.</summary>
+    /// <param name="linesPerWindow">Lines let through per window, 1 to <see cref="MaxLinesPerWindow"/>.</param>
+    /// <param name="window">The window's length, at least a millisecond (whole milliseconds count).</param>
+    /// <param name="clock">Milliseconds from a monotonic clock, 0 or more; <see langword="null"/> for
+    /// <see cref="Environment.TickCount64"/>. Tests pass a clock they move by hand.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="linesPerWindow"/> or
+    /// <paramref name="window"/> is out of range.</exception>
+    public LogRateLimiter(int linesPerWindow, TimeSpan window, Func<long>? clock = null)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(linesPerWindow, 1);
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(linesPerWindow, MaxLinesPerWindow);
+        ArgumentOutOfRangeException.ThrowIfLessThan(window, TimeSpan.FromMilliseconds(1));
+        _linesPerWindow = linesPerWindow;
+        _windowMilliseconds = (long)window.TotalMilliseconds;
+        _clock = clock;
+    }
+
+    /// <summary>The text that ends a line let through: empty when nothing was suppressed before it, else how
+    /// many similar lines were.</summary>
+    /// <param name="suppressed">The count <see cref="TryAcquire"/> reported.</param>
+    /// <returns>A note that starts with a space, or the empty string.</returns>
+    public static string SuppressedNote(long suppressed) => suppressed == 0
+        ? string.Empty
+        : string.Create(CultureInfo.InvariantCulture, $" ({suppressed} similar suppressed since the last one)");
+
+    /// <summary>Decides whether a line may be logged now.</summary>
+    /// <param name="suppressed">When the line may be logged, how many calls were refused since the last line let
+    /// through; otherwise 0.</param>
+    /// <returns>Whether to log the line; a refused call is counted instead.</returns>
+    public bool TryAcquire(out long suppressed)
+    {
+        long now = _clock is null ? Environment.TickCount64 : _clock();
+        Debug.Assert(now is >= 0 and <= MaxClock, "The clock counts milliseconds from 0 and fits above the count.");
+        long window = Volatile.Read(ref _window);
+        while (true)
+        {
+            long next;
+
+            // A clock read before another caller opened a later window reads as inside that window.
+            if (now - (window >> CountBits) >= _windowMilliseconds)
+            {
+                next = (now << CountBits) | 1;
+            }
+            else if ((window & CountMask) < _linesPerWindow)
+            {
+                next = window + 1;
+            }
+            else
+            {
+                // The window is full: the flood's common case, one increment and nothing allocated.
+                Interlocked.Increment(ref _suppressed);
+                suppressed = 0;
+                return false;
+            }
+
+            Debug.Assert((next & CountMask) <= _linesPerWindow, "A window never lets through more than its lines.");
+            long seen = Interlocked.CompareExchange(ref _window, next, window);
+            if (seen == window)
+            {
+                suppressed = Interlocked.Exchange(ref _suppressed, 0);
+                return true;
+            }
+
+            window = seen;
+        }
+    }
+}
