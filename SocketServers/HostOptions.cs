@@ -21,6 +21,13 @@ public sealed class HostOptions
           --max-connections N       TCP connections served at once (default: 1000)
           --buffer-size N           TCP buffer per connection and largest UDP datagram, in bytes (default: 8192)
           --idle-timeout SECONDS    close TCP connections idle this long; 0 never (default: 60)
+          --min-data-rate BYTES     when full with a client waiting, evict the quietest TCP connection that
+                                    received less than this per second; 0 never (default: 1024)
+          --max-connections-per-address N
+                                    TCP connections served at once from one client address; 0 no limit (default: 0)
+          --when-full queue|reject  TCP clients over --max-connections wait in the backlog, or are accepted
+                                    and closed at once (default: queue)
+          --stats SECONDS           print the metrics every this many seconds; 0 only on SIGUSR1 (default: 0)
           --udp-processing P        threads: receive threads that reply themselves; block: asynchronous
                                     receives and a Dataflow reply block (default: threads)
           --udp-receives N          UDP receive threads, or outstanding receives with block, 1 to 256 (default: 1)
@@ -58,6 +65,18 @@ public sealed class HostOptions
 
     /// <summary>The TCP idle timeout; <see cref="Timeout.InfiniteTimeSpan"/> for none.</summary>
     public TimeSpan IdleTimeout { get; private set; } = TimeSpan.FromSeconds(60);
+
+    /// <summary>The data rate below which a TCP connection may be evicted for a waiting client (<c>--min-data-rate</c>).</summary>
+    public int MinDataRate { get; private set; } = 1024;
+
+    /// <summary>The TCP connection limit per client address; 0 for none (<c>--max-connections-per-address</c>).</summary>
+    public int MaxConnectionsPerAddress { get; private set; }
+
+    /// <summary>Whether TCP clients over the connection limit are closed at once (<c>--when-full reject</c>).</summary>
+    public bool RejectWhenFull { get; private set; }
+
+    /// <summary>How often the host prints the metrics; <see langword="null"/> for only on SIGUSR1 (<c>--stats</c>).</summary>
+    public TimeSpan? StatsInterval { get; private set; }
 
     /// <summary>How the UDP server processes datagrams (<c>--udp-processing threads|block</c>).</summary>
     public UdpProcessing UdpProcessing { get; private set; } = UdpProcessing.ReceiveThreads;
@@ -125,7 +144,8 @@ public sealed class HostOptions
 
                     parsed.UdpAllowPrivilegedPorts = true;
                     continue;
-                case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout" or "--udp-processing" or "--udp-receives":
+                case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout" or "--udp-processing" or "--udp-receives"
+                    or "--min-data-rate" or "--max-connections-per-address" or "--when-full" or "--stats":
                     if (value is null)
                     {
                         if (i + 1 >= args.Count)
@@ -164,6 +184,9 @@ public sealed class HostOptions
         MaxConnections = MaxConnections,
         BufferSize = BufferSize,
         IdleTimeout = IdleTimeout,
+        MinDataRate = MinDataRate,
+        MaxConnectionsPerAddress = MaxConnectionsPerAddress,
+        RejectWhenFull = RejectWhenFull,
     };
 
     /// <summary>The UDP server's settings from these options.</summary>
@@ -209,6 +232,25 @@ public sealed class HostOptions
                 return SetInt(name, value, 1, TcpEchoServerOptions.MaxConnectionsLimit, limit => MaxConnections = limit);
             case "--buffer-size":
                 return SetInt(name, value, 1, TcpEchoServerOptions.MaxBufferSize, size => BufferSize = size);
+            case "--min-data-rate":
+                return SetInt(name, value, 0, int.MaxValue, rate => MinDataRate = rate);
+            case "--max-connections-per-address":
+                return SetInt(name, value, 0, TcpEchoServerOptions.MaxConnectionsLimit, limit => MaxConnectionsPerAddress = limit);
+            case "--when-full":
+                switch (value)
+                {
+                    case "queue":
+                        RejectWhenFull = false;
+                        return null;
+                    case "reject":
+                        RejectWhenFull = true;
+                        return null;
+                    default:
+                        return $"'--when-full' expects queue or reject, not '{value}'.";
+                }
+
+            case "--stats":
+                return SetInt(name, value, 0, 86_400, seconds => StatsInterval = seconds == 0 ? null : TimeSpan.FromSeconds(seconds));
             case "--udp-receives":
                 return SetInt(name, value, 1, UdpEchoServerOptions.MaxConcurrentReceives, receives => UdpReceives = receives);
             case "--udp-processing":

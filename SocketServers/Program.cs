@@ -45,6 +45,7 @@ internal static class Program
 
         using var sigint = PosixSignalRegistration.Create(PosixSignal.SIGINT, OnSignal);
         using var sigterm = PosixSignalRegistration.Create(PosixSignal.SIGTERM, OnSignal);
+        using var stats = new StatsPrinter(Console.Out, options.StatsInterval);
 
         var servers = new List<EchoServer>();
         try

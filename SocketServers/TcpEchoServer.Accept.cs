@@ -73,7 +73,11 @@ public sealed partial class TcpEchoServer
                 }
 
                 // For example too many open files: wait a little instead of spinning.
-                s_logger.Warn("TCP accept on {EndPoint} failed: {SocketError}", LocalEndPoint, error);
+                if (s_logger.IsWarnEnabled && _acceptWarnings.TryAcquire(out long suppressed))
+                {
+                    s_logger.Warn("TCP accept on {EndPoint} failed: {SocketError}{Suppressed:l}", LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
+                }
+
                 await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             }
         }

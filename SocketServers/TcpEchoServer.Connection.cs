@@ -158,7 +158,10 @@ public sealed partial class TcpEchoServer
             catch (Exception ex)
             {
                 error = SocketError.SocketError;
-                s_logger.Warn(ex, "TCP connection {ConnectionId} from {RemoteEndPoint} failed", _id, _remoteEndPoint);
+                if (s_logger.IsWarnEnabled && _server._connectionWarnings.TryAcquire(out long suppressed))
+                {
+                    s_logger.Warn(ex, "TCP connection {ConnectionId} from {RemoteEndPoint} failed{Suppressed:l}", _id, _remoteEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+                }
             }
             finally
             {
@@ -246,7 +249,15 @@ public sealed partial class TcpEchoServer
                 }
                 else if (error != SocketError.SocketError)
                 {
-                    s_logger.Warn("TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}", _id, _remoteEndPoint, error);
+                    if (s_logger.IsWarnEnabled && _server._connectionWarnings.TryAcquire(out long suppressed))
+                    {
+                        s_logger.Warn(
+                            "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed:l}",
+                            _id,
+                            _remoteEndPoint,
+                            error,
+                            LogRateLimiter.SuppressedNote(suppressed));
+                    }
                 }
             }
 

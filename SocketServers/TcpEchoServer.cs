@@ -4,6 +4,7 @@ using System.Net.Sockets;
 using System.Runtime.InteropServices;
 using NLog;
 using PoolLib;
+using SocketServers.Internal;
 
 namespace SocketServers;
 
@@ -48,6 +49,10 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly TimeSpan _slowConnectionWindow;
     private readonly int _maxConnectionsPerAddress;
     private readonly bool _rejectWhenFull;
+
+    // Warnings that a flood of failing clients could repeat without end: a few lines a second each.
+    private readonly LogRateLimiter _acceptWarnings = new();
+    private readonly LogRateLimiter _connectionWarnings = new();
 
     // Open connections per client address; used only with a per-address limit.
     private readonly ConcurrentDictionary<IPAddress, int> _connectionsPerAddress = new();

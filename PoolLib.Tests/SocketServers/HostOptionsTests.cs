@@ -42,6 +42,7 @@ public sealed class HostOptionsTests
         [
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
             "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports",
+            "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7",
         ];
 
         bool ok = HostOptions.TryParse(args, out HostOptions? options, out string? error);
@@ -55,6 +56,24 @@ public sealed class HostOptionsTests
         Assert.That(options.UdpProcessing, Is.EqualTo(UdpProcessing.ReplyBlock));
         Assert.That(options.UdpReceives, Is.EqualTo(3));
         Assert.That(options.UdpAllowPrivilegedPorts, Is.True);
+        Assert.That(options.MinDataRate, Is.Zero);
+        Assert.That(options.MaxConnectionsPerAddress, Is.EqualTo(4));
+        Assert.That(options.RejectWhenFull, Is.True);
+        Assert.That(options.StatsInterval, Is.EqualTo(TimeSpan.FromSeconds(7)));
+        TcpEchoServerOptions tcp = options.CreateTcpOptions();
+        Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull), Is.EqualTo((0, 4, true)));
+    }
+
+    [Test]
+    public void TryParse_NoSlowClientOptions_KeepsTheSafeDefaults()
+    {
+        bool ok = HostOptions.TryParse([], out HostOptions? options, out string? error);
+
+        Assert.That(ok, Is.True, error);
+        Assert.That(options!.MinDataRate, Is.EqualTo(1024));
+        Assert.That(options.MaxConnectionsPerAddress, Is.Zero);
+        Assert.That(options.RejectWhenFull, Is.False);
+        Assert.That(options.StatsInterval, Is.Null);
     }
 
     [Test]
@@ -85,6 +104,10 @@ public sealed class HostOptionsTests
     [TestCase("--udp-receives 0", "'--udp-receives' expects")]
     [TestCase("--udp-receives 257", "'--udp-receives' expects")]
     [TestCase("--udp-allow-privileged-ports=yes", "'--udp-allow-privileged-ports' takes no value")]
+    [TestCase("--min-data-rate -1", "'--min-data-rate' expects")]
+    [TestCase("--max-connections-per-address x", "'--max-connections-per-address' expects")]
+    [TestCase("--when-full drop", "'--when-full' expects queue or reject")]
+    [TestCase("--stats 1.5", "'--stats' expects")]
     public void TryParse_BadArgument_FailsWithOneLine(string commandLine, string expected)
     {
         bool ok = HostOptions.TryParse(commandLine.Split(' '), out HostOptions? options, out string? error);

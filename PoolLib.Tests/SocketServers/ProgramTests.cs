@@ -87,9 +87,43 @@ public sealed class ProgramTests
         }
     }
 
-    private static async Task SendSigTermAsync(Process host, CancellationToken cancellationToken)
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SigUsr1_PrintsTheMetricsAndKeepsServing(CancellationToken cancellationToken)
     {
-        using Process kill = Process.Start("kill", ["-TERM", host.Id.ToString(System.Globalization.CultureInfo.InvariantCulture)]);
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "SIGUSR1 is handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"]);
+        try
+        {
+            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            await SocketTestExtensions.AssertEchoesAsync(tcp, 100, cancellationToken);
+
+            await SendSignalAsync(host, "USR1", cancellationToken);
+            var stats = new List<string>();
+            while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line && !line.StartsWith("stats: process.managed_heap_bytes", StringComparison.Ordinal))
+            {
+                stats.Add(line);
+            }
+
+            Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
+            Assert.That(stats, Has.Some.StartsWith("stats: pool.objects.max{pool.name=SocketArgsPool} "));
+            Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
+            await SocketTestExtensions.AssertEchoesAsync(tcp, 10, cancellationToken);
+        }
+        finally
+        {
+            if (!host.HasExited)
+            {
+                host.Kill(entireProcessTree: true);
+            }
+        }
+    }
+
+    private static Task SendSigTermAsync(Process host, CancellationToken cancellationToken) => SendSignalAsync(host, "TERM", cancellationToken);
+
+    private static async Task SendSignalAsync(Process host, string signal, CancellationToken cancellationToken)
+    {
+        using Process kill = Process.Start("kill", [$"-{signal}", host.Id.ToString(System.Globalization.CultureInfo.InvariantCulture)]);
         await kill.WaitForExitAsync(cancellationToken);
         Assert.That(kill.ExitCode, Is.Zero);
     }

@@ -1,0 +1,122 @@
+using System.Diagnostics.Metrics;
+using System.Globalization;
+using System.Runtime.InteropServices;
+using System.Text;
+
+namespace SocketServers;
+
+/// <summary>
+/// Prints the servers' metrics (the <c>SocketServers</c> and <c>PoolLib</c> meters) and the managed heap
+/// to standard output: on SIGUSR1 and, if asked, every few seconds.
+/// </summary>
+/// <remarks>
+/// One line per instrument and tag set, then one for the heap, each starting with <c>stats:</c>. Counters
+/// and gauges show their latest value; a histogram shows how many values it recorded and their sum.
+/// </remarks>
+internal sealed class StatsPrinter : IDisposable
+{
+    // SIGUSR1 on Linux; PosixSignalRegistration takes a raw signal number cast to PosixSignal.
+    private const int SigUsr1 = 10;
+
+    private static readonly string[] s_meters = ["SocketServers", "PoolLib"];
+
+    private readonly MeterListener _listener = new();
+    private readonly Lock _lock = new();
+    private readonly SortedDictionary<string, double> _latest = new(StringComparer.Ordinal);
+    private readonly SortedDictionary<string, (long Count, double Sum)> _histograms = new(StringComparer.Ordinal);
+    private readonly TextWriter _output;
+    private readonly PosixSignalRegistration? _sigusr1;
+    private readonly Timer? _timer;
+
+    /// <summary>Starts listening to the meters.</summary>
+    /// <param name="output">Where the lines go.</param>
+    /// <param name="every">How often to print without a signal; <see langword="null"/> for only on SIGUSR1.</param>
+    public StatsPrinter(TextWriter output, TimeSpan? every)
+    {
+        _output = output;
+        _listener.InstrumentPublished = (instrument, listener) =>
+        {
+            if (s_meters.Contains(instrument.Meter.Name))
+            {
+                listener.EnableMeasurementEvents(instrument);
+            }
+        };
+        _listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) => Record(instrument, value, tags));
+        _listener.SetMeasurementEventCallback<double>((instrument, value, tags, _) => Record(instrument, value, tags));
+        _listener.Start();
+
+        if (OperatingSystem.IsLinux())
+        {
+            _sigusr1 = PosixSignalRegistration.Create((PosixSignal)SigUsr1, context =>
+            {
+                context.Cancel = true;
+                Print();
+            });
+        }
+
+        if (every is { } period)
+        {
+            _timer = new Timer(static state => ((StatsPrinter)state!).Print(), this, period, period);
+        }
+    }
+
+    /// <summary>Collects the observable instruments and prints every value seen so far.</summary>
+    public void Print()
+    {
+        var text = new StringBuilder();
+        using (_lock.EnterScope())
+        {
+            _listener.RecordObservableInstruments();
+            foreach ((string name, double value) in _latest)
+            {
+                text.Append("stats: ").Append(name).Append(' ').Append(value.ToString(CultureInfo.InvariantCulture)).Append('\n');
+            }
+
+            foreach ((string name, (long count, double sum)) in _histograms)
+            {
+                text.Append("stats: ").Append(name).Append(" count ").Append(count)
+                    .Append(" sum ").Append(sum.ToString(CultureInfo.InvariantCulture)).Append('\n');
+            }
+        }
+
+        GCMemoryInfo gc = GC.GetGCMemoryInfo();
+        text.Append("stats: process.managed_heap_bytes ").Append(GC.GetTotalMemory(forceFullCollection: false))
+            .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
+        _output.Write(text.ToString());
+        _output.Flush();
+    }
+
+    public void Dispose()
+    {
+        _timer?.Dispose();
+        _sigusr1?.Dispose();
+        _listener.Dispose();
+    }
+
+    private void Record(Instrument instrument, double value, ReadOnlySpan<KeyValuePair<string, object?>> tags)
+    {
+        var name = new StringBuilder(instrument.Name).Append('{');
+        for (int i = 0; i < tags.Length; i++)
+        {
+            name.Append(i == 0 ? "" : ",").Append(tags[i].Key).Append('=').Append(tags[i].Value);
+        }
+
+        string key = name.Append('}').ToString();
+        using (_lock.EnterScope())
+        {
+            if (instrument is Histogram<double> or Histogram<long>)
+            {
+                (long count, double sum) = _histograms.GetValueOrDefault(key);
+                _histograms[key] = (count + 1, sum + value);
+            }
+            else if (instrument.IsObservable)
+            {
+                _latest[key] = value;
+            }
+            else
+            {
+                _latest[key] = _latest.GetValueOrDefault(key) + value;
+            }
+        }
+    }
+}
