@@ -8,8 +8,8 @@ namespace SocketServers;
 /// <param name="MessagesEchoed">TCP receives or UDP datagrams echoed in full.</param>
 /// <param name="BytesEchoed">Bytes sent back.</param>
 /// <param name="Drops">TCP: connections that ended other than by the client's graceful close (reset,
-/// error, idle timeout, closed at the end of the stop grace period). UDP: datagrams not echoed
-/// (oversized, failed reply, or still waiting when the server stopped).</param>
+/// error, idle timeout, eviction, a failed set-up, closed at the end of the stop grace period). UDP: datagrams not echoed
+/// (oversized, from a source port below 1024 unless allowed, failed reply, or still waiting when the server stopped).</param>
 /// <param name="PoolTotalCount">Args the server's pool has created and not discarded.</param>
 /// <param name="PoolAvailableCount">Args in the server's pool right now; equal to
 /// <paramref name="PoolTotalCount"/> when the server is idle or stopped.</param>
