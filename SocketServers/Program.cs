@@ -10,8 +10,19 @@ internal static class Program
     private const int ExitFailed = 1;
     private const int ExitUsage = 2;
 
+    // The socket engine reads this once, when the process first waits on a socket.
+    private const string InlineCompletionsVariable = "DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS";
+
     private static async Task<int> Main(string[] args)
     {
+        // Socket completions run on the socket engine's own threads instead of being handed to the
+        // thread pool: the servers never block in a completion, and the hand-off was a thread switch
+        // per message. A value the user set wins.
+        if (Environment.GetEnvironmentVariable(InlineCompletionsVariable) is null)
+        {
+            Environment.SetEnvironmentVariable(InlineCompletionsVariable, "1");
+        }
+
         if (!HostOptions.TryParse(args, out HostOptions? options, out string? error))
         {
             await Console.Error.WriteLineAsync($"SocketServers: {error} Try --help.").ConfigureAwait(false);
