@@ -10,7 +10,8 @@ namespace SocketServers;
 /// to standard output: on SIGUSR1 and, if asked, every few seconds.
 /// </summary>
 /// <remarks>
-/// One line per instrument and tag set, then one for the heap, each starting with <c>stats:</c>. Counters
+/// One line per instrument and tag set, then the thread pool's completed work items and, last, the
+/// managed heap, each starting with <c>stats:</c>. Counters
 /// and gauges show their latest value; a histogram shows how many values it recorded and their sum.
 /// </remarks>
 internal sealed class StatsPrinter : IDisposable
@@ -79,6 +80,7 @@ internal sealed class StatsPrinter : IDisposable
             }
         }
 
+        text.Append("stats: process.thread_pool.completed_items ").Append(ThreadPool.CompletedWorkItemCount).Append('\n');
         GCMemoryInfo gc = GC.GetGCMemoryInfo();
         text.Append("stats: process.managed_heap_bytes ").Append(GC.GetTotalMemory(forceFullCollection: false))
             .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
