@@ -10,25 +10,35 @@ namespace PoolBench;
 /// <c>peers/echo-server.js</c>, or our servers' console host. Both print
 /// <c>tcp echo listening on ADDRESS:PORT</c> and the same for <c>udp</c>; the server is ready when
 /// both lines have come. Its output is read until it exits, so a chatty log never blocks it;
-/// disposing kills it. Its allocations happen in another process and are not measured.
+/// disposing kills it. Its allocations happen in another process and are not measured. Our host
+/// prints its managed heap on SIGUSR1 (<c>stats: process.managed_heap_bytes N committed M</c>),
+/// which <see cref="ReadManagedHeapAsync"/> asks for and reads from that output.
 /// </summary>
 internal sealed class ChildEchoServer : IEchoServer
 {
     private const string TcpReady = "tcp echo listening on ";
     private const string UdpReady = "udp echo listening on ";
+    private const string HeapStats = "stats: process.managed_heap_bytes ";
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
     private static readonly TimeSpan s_startTimeout = TimeSpan.FromSeconds(30);
 
+    private static readonly TimeSpan s_statsTimeout = TimeSpan.FromSeconds(30);
+
     private readonly Process _process;
+    private readonly bool _printsStats;
     private readonly Task _draining;
 
-    private ChildEchoServer(string name, Process process, EndPoint tcp, EndPoint udp)
+    // The next heap line the output reader sees completes it; replaced for each request.
+    private TaskCompletionSource<(double HeapMib, double CommittedMib)> _heap = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    private ChildEchoServer(string name, Process process, EndPoint tcp, EndPoint udp, bool printsStats)
     {
         Name = name;
         _process = process;
+        _printsStats = printsStats;
         TcpEndPoint = tcp;
         UdpEndPoint = udp;
-        _draining = process.StandardOutput.BaseStream.CopyToAsync(Stream.Null);
+        _draining = DrainAsync();
     }
 
     public string Name { get; }
@@ -53,14 +63,32 @@ internal sealed class ChildEchoServer : IEchoServer
         }
     }
 
+    public async Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync()
+    {
+        if (!_printsStats || !OperatingSystem.IsLinux())
+        {
+            return null;
+        }
+
+        var heap = new TaskCompletionSource<(double HeapMib, double CommittedMib)>(TaskCreationOptions.RunContinuationsAsynchronously);
+        Volatile.Write(ref _heap, heap);
+        using (Process signal = Process.Start("kill", ["-USR1", _process.Id.ToString(CultureInfo.InvariantCulture)]))
+        {
+            await signal.WaitForExitAsync().ConfigureAwait(false);
+        }
+
+        return await heap.Task.WaitAsync(s_statsTimeout).ConfigureAwait(false);
+    }
+
     /// <summary>The Node.js peer; it also exits by itself when its standard input closes, should this process die first.</summary>
     public static Task<ChildEchoServer> StartNodeAsync() =>
-        StartAsync("node", "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+        StartAsync("node", printsStats: false, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
 
     /// <summary>Our TCP and UDP servers in their own console host, with the given connection limit and buffer size.</summary>
     public static Task<ChildEchoServer> StartOursAsync(int maxConnections, int bufferSize) =>
         StartAsync(
             "ours-process",
+            printsStats: true,
             "dotnet",
             Path.Combine(AppContext.BaseDirectory, "SocketServers.dll"),
             "both",
@@ -78,7 +106,7 @@ internal sealed class ChildEchoServer : IEchoServer
         _process.Dispose();
     }
 
-    private static async Task<ChildEchoServer> StartAsync(string name, string program, params string[] arguments)
+    private static async Task<ChildEchoServer> StartAsync(string name, bool printsStats, string program, params string[] arguments)
     {
         var start = new ProcessStartInfo(program, arguments) { RedirectStandardInput = true, RedirectStandardOutput = true, UseShellExecute = false };
         Process process = Process.Start(start) ?? throw new InvalidOperationException($"{program} did not start");
@@ -95,7 +123,7 @@ internal sealed class ChildEchoServer : IEchoServer
             }
 
             s_log.Info("{0} echo server (pid {1}) listens on TCP {2} and UDP {3}", name, process.Id, tcp, udp);
-            return new ChildEchoServer(name, process, tcp, udp);
+            return new ChildEchoServer(name, process, tcp, udp, printsStats);
         }
         catch (OperationCanceledException)
         {
@@ -108,6 +136,21 @@ internal sealed class ChildEchoServer : IEchoServer
             Stop(process);
             process.Dispose();
             throw;
+        }
+    }
+
+    /// <summary>Reads the child's output until it exits, handing each heap line to the request waiting for it.</summary>
+    private async Task DrainAsync()
+    {
+        while (await _process.StandardOutput.ReadLineAsync().ConfigureAwait(false) is { } line)
+        {
+            if (line.StartsWith(HeapStats, StringComparison.Ordinal)
+                && line[HeapStats.Length..].Split(' ') is [string heap, "committed", string committed])
+            {
+                const double Mib = 1 << 20;
+                Volatile.Read(ref _heap).TrySetResult(
+                    (long.Parse(heap, CultureInfo.InvariantCulture) / Mib, long.Parse(committed, CultureInfo.InvariantCulture) / Mib));
+            }
         }
     }
 

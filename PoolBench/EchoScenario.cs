@@ -151,7 +151,7 @@ internal sealed class EchoScenario(BenchOptions options)
                 CellText.Optional(result.ServerProcessMib));
         }
 
-        table.Print($"echo: {idle} idle TCP connections from a child process, held {Measured.TotalSeconds:0.##} s, then one echo on each (heap: this process's managed heap after a full GC while holding, which holds our in-process server and no client socket; server process: a child server's resident memory){options.QuickLabel}");
+        table.Print($"echo: {idle} idle TCP connections from a child process, held {Measured.TotalSeconds:0.##} s, then one echo on each (heap: our server's managed heap after a full GC while holding, read in this process for ours or asked of the child for ours-process, with no client socket in either; server process: a child server's resident memory){options.QuickLabel}");
     }
 
     private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)

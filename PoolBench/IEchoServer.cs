@@ -20,4 +20,10 @@ internal interface IEchoServer : IAsyncDisposable
 
     /// <summary>TCP connections the server has accepted since it started, where this process can read its counter.</summary>
     long? AcceptedTcpConnections { get; }
+
+    /// <summary>
+    /// Reads the server's managed heap after a full collection, and the memory its GC has committed, in
+    /// MiB; null where it cannot be read (a server that is not .NET, or not ours).
+    /// </summary>
+    Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync();
 }

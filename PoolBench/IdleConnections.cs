@@ -8,14 +8,14 @@ namespace PoolBench;
 /// Opens many TCP connections to one server, keeps them idle for a while, then sends one message
 /// on every one of them and checks each echo: a server that holds many idle clients must still
 /// serve all of them. The clients run in a child process (<see cref="IdleClientProcess"/>), for
-/// every server alike, so this process holds no client socket: for a server in this process the
-/// managed heap read here after a full collection, before connecting and while holding, is the
-/// server's (and the benchmark's small, fixed share); for a server in a child process, that
-/// process's resident memory is read while holding instead.
+/// every server alike, so this process holds no client socket. The server's managed heap is read
+/// after a full collection, before connecting and while holding: for a server in this process,
+/// here (the server's, and the benchmark's small, fixed share); for our server in a child process,
+/// by asking the child (<see cref="IEchoServer.ReadManagedHeapAsync"/>). A child's resident memory
+/// is read while holding too.
 /// </summary>
 internal sealed class IdleConnections(IEchoServer server, int count, int size, TimeSpan hold)
 {
-    private const double Mib = 1 << 20;
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
     private static readonly TimeSpan s_acceptTimeout = TimeSpan.FromSeconds(10);
 
@@ -25,20 +25,14 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
             ?? throw new InvalidOperationException($"{server.Name} has no IP end point to connect to");
         await using IdleClientProcess clients = IdleClientProcess.Start(endPoint, count, size, hold);
 
-        // The baseline is taken with the child already started, so its process objects are in both readings.
-        long heapBefore = GC.GetTotalMemory(forceFullCollection: true);
+        // The baseline is taken with the client child already started, so its process objects are in both readings.
+        (double HeapMib, double CommittedMib)? before = await server.ReadManagedHeapAsync().ConfigureAwait(false);
         long acceptedBefore = server.AcceptedTcpConnections ?? 0;
         int connected = await clients.ConnectAsync().ConfigureAwait(false);
         await Task.Delay(hold).ConfigureAwait(false);
         await WaitUntilAcceptedAsync(acceptedBefore + connected).ConfigureAwait(false);
 
-        double? heapHolding = null, heapCommitted = null;
-        if (server.InProcess)
-        {
-            heapHolding = GC.GetTotalMemory(forceFullCollection: true);
-            heapCommitted = GC.GetGCMemoryInfo().TotalCommittedBytes;
-        }
-
+        (double HeapMib, double CommittedMib)? holding = await server.ReadManagedHeapAsync().ConfigureAwait(false);
         double? serverMemory = server.ProcessMemoryMib;
         IdleClientCounts counts = await clients.EchoAsync().ConfigureAwait(false);
         return new IdleResult(
@@ -47,9 +41,9 @@ internal sealed class IdleConnections(IEchoServer server, int count, int size, T
             counts.Connected,
             counts.Echoed,
             counts.Errors,
-            heapHolding / Mib,
-            (heapHolding - heapBefore) / Mib,
-            heapCommitted / Mib,
+            holding?.HeapMib,
+            holding?.HeapMib - before?.HeapMib,
+            holding?.CommittedMib,
             serverMemory,
             hold.TotalSeconds);
     }

@@ -32,6 +32,10 @@ internal sealed class OurEchoServer : IEchoServer
 
     public long? AcceptedTcpConnections => _tcp.Counters.TotalConnections;
 
+    /// <summary>This process's heap: the server's, plus the benchmark's small and fixed share.</summary>
+    public Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync() =>
+        Task.FromResult<(double, double)?>((GC.GetTotalMemory(forceFullCollection: true) / (double)(1 << 20), GC.GetGCMemoryInfo().TotalCommittedBytes / (double)(1 << 20)));
+
     public static async Task<OurEchoServer> StartAsync(int maxConnections, int maxDatagramSize)
     {
         var tcp = new TcpEchoServer(new TcpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, MaxConnections = maxConnections });

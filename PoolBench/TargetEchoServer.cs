@@ -25,6 +25,8 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public long? AcceptedTcpConnections => null;
 
+    public Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync() => Task.FromResult<(double, double)?>(null);
+
     public static async Task<TargetEchoServer> ResolveAsync(string target)
     {
         if (IPEndPoint.TryParse(target, out IPEndPoint? endPoint) && endPoint.Port != 0)

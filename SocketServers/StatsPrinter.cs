@@ -51,18 +51,22 @@ internal sealed class StatsPrinter : IDisposable
             _sigusr1 = PosixSignalRegistration.Create((PosixSignal)SigUsr1, context =>
             {
                 context.Cancel = true;
-                Print();
+                Print(collectFirst: true);
             });
         }
 
         if (every is { } period)
         {
-            _timer = new Timer(static state => ((StatsPrinter)state!).Print(), this, period, period);
+            _timer = new Timer(static state => ((StatsPrinter)state!).Print(collectFirst: false), this, period, period);
         }
     }
 
     /// <summary>Collects the observable instruments and prints every value seen so far.</summary>
-    public void Print()
+    /// <param name="collectFirst">
+    /// Whether to run a full garbage collection before reading the heap, so that it shows what is live:
+    /// on request (SIGUSR1) yes, on the periodic timer no.
+    /// </param>
+    public void Print(bool collectFirst)
     {
         var text = new StringBuilder();
         using (_lock.EnterScope())
@@ -82,7 +86,7 @@ internal sealed class StatsPrinter : IDisposable
 
         text.Append("stats: process.thread_pool.completed_items ").Append(ThreadPool.CompletedWorkItemCount).Append('\n');
         GCMemoryInfo gc = GC.GetGCMemoryInfo();
-        text.Append("stats: process.managed_heap_bytes ").Append(GC.GetTotalMemory(forceFullCollection: false))
+        text.Append("stats: process.managed_heap_bytes ").Append(GC.GetTotalMemory(collectFirst))
             .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
         _output.Write(text.ToString());
         _output.Flush();
