@@ -40,7 +40,7 @@ internal sealed class LogRateLimiter
     private const int CountBits = 16;
     private const long CountMask = MaxLinesPerWindow;
 
-    // The clock's value must fit above the count: 2^47 ms is over 4,000 years of uptime.
+    // The clock's value must fit in the bits above the count, as any real uptime in milliseconds does.
     private const long MaxClock = long.MaxValue >> CountBits;
 
     private readonly int _linesPerWindow;
