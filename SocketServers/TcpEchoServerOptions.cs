@@ -73,7 +73,7 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>How long a connection's data rate is averaged over (see <see cref="MinDataRate"/>); a new
-    /// connection cannot be evicted before one window has passed. 2 seconds by default, from 1 ms to one hour.</summary>
+    /// connection cannot be evicted before one window has passed. 2 seconds by default, from one millisecond to one hour.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public TimeSpan SlowConnectionWindow
     {
