@@ -24,6 +24,7 @@ public abstract class EchoServer : IAsyncDisposable
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
     private readonly TimeSpan _stopGracePeriod;
+    private readonly bool _reusePort;
 
     // Guarded by _gate. _state only moves forward; a failed start leaves it Created.
     private State _state;
@@ -44,6 +45,7 @@ public abstract class EchoServer : IAsyncDisposable
     private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity)
     {
         _stopGracePeriod = options.StopGracePeriod;
+        _reusePort = options.ReusePort;
         Pool = new SocketArgsPool(bufferSize, poolCapacity);
     }
 
@@ -119,6 +121,7 @@ public abstract class EchoServer : IAsyncDisposable
     /// <exception cref="IOException">The address cannot be bound, for example because the port is in use;
     /// the inner exception is the <see cref="SocketException"/>. The server may then be started again.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled.</exception>
+    /// <exception cref="PlatformNotSupportedException"><see cref="EchoServerOptions.ReusePort"/> is set on a platform other than Linux.</exception>
     public Task StartAsync(CancellationToken cancellationToken = default)
     {
         cancellationToken.ThrowIfCancellationRequested();
@@ -245,6 +248,11 @@ public abstract class EchoServer : IAsyncDisposable
         var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
         try
         {
+            if (_reusePort)
+            {
+                AllowPortSharing(socket);
+            }
+
             // "::" serves IPv4 clients too (as IPv4-mapped addresses), on the same socket.
             if (endPoint.Address.Equals(IPAddress.IPv6Any))
             {
@@ -271,6 +279,20 @@ public abstract class EchoServer : IAsyncDisposable
             socket.Dispose();
             throw;
         }
+    }
+
+    /// <summary>Lets processes that all ask for it bind the same port, the kernel spreading the load (SO_REUSEPORT).</summary>
+    private void AllowPortSharing(Socket socket)
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            throw new PlatformNotSupportedException($"Sharing a port between processes (reuse-port) is supported on Linux only; the {ProtocolName} echo server cannot use it here.");
+        }
+
+        // Set alone, not through ReuseAddress, which on Linux also sets SO_REUSEADDR.
+        const int SolSocket = 1;
+        const int SoReusePort = 15;
+        socket.SetRawSocketOption(SolSocket, SoReusePort, BitConverter.GetBytes(1));
     }
 
     /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>

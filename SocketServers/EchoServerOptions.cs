@@ -42,6 +42,12 @@ public abstract class EchoServerOptions
         set => _port = CheckRange(value, 0, IPEndPoint.MaxPort);
     }
 
+    /// <summary>Whether other processes (and servers) may bind the same address and port, each also with
+    /// this set, and have the kernel spread connections and datagrams across them (SO_REUSEPORT, Linux
+    /// only); <see langword="false"/> by default, when a port in use is an error.</summary>
+    /// <remarks>Where the platform lacks it, starting the server throws <see cref="PlatformNotSupportedException"/>.</remarks>
+    public bool ReusePort { get; set; }
+
     /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish before it closes
     /// what is left; 5 seconds by default. Zero closes everything at once.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative or longer than a day.</exception>

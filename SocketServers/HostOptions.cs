@@ -31,6 +31,8 @@ public sealed class HostOptions
           --udp-processing P        threads: receive threads that reply themselves; block: asynchronous
                                     receives and a Dataflow reply block (default: threads)
           --udp-receives N          UDP receive threads, or outstanding receives with block, 1 to 256 (default: 1)
+          --reuse-port              let several processes serve the same TCP and UDP port, the kernel spreading
+                                    clients across them (Linux; every process needs it)
           --udp-allow-privileged-ports
                                     also echo UDP datagrams from source ports below 1024, which are dropped by
                                     default: a reply to another echo or chargen service can loop without end
@@ -89,6 +91,9 @@ public sealed class HostOptions
     /// (<c>--udp-allow-privileged-ports</c>); see <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/>.</summary>
     public bool UdpAllowPrivilegedPorts { get; private set; }
 
+    /// <summary>Whether other processes may serve the same port (<c>--reuse-port</c>); see <see cref="EchoServerOptions.ReusePort"/>.</summary>
+    public bool ReusePort { get; private set; }
+
     /// <summary>Whether <c>--help</c> was given; the host then prints <see cref="Usage"/> and runs nothing.</summary>
     public bool ShowHelp { get; private set; }
 
@@ -135,14 +140,22 @@ public sealed class HostOptions
                     parsed.RunTcp = name != "udp";
                     parsed.RunUdp = name != "tcp";
                     continue;
-                case "--udp-allow-privileged-ports":
+                case "--udp-allow-privileged-ports" or "--reuse-port":
                     if (value is not null)
                     {
                         error = $"'{name}' takes no value, not '{value}'.";
                         return false;
                     }
 
-                    parsed.UdpAllowPrivilegedPorts = true;
+                    if (name == "--reuse-port")
+                    {
+                        parsed.ReusePort = true;
+                    }
+                    else
+                    {
+                        parsed.UdpAllowPrivilegedPorts = true;
+                    }
+
                     continue;
                 case "--address" or "--port" or "--max-connections" or "--buffer-size" or "--idle-timeout" or "--udp-processing" or "--udp-receives"
                     or "--min-data-rate" or "--max-connections-per-address" or "--when-full" or "--stats":
@@ -187,6 +200,7 @@ public sealed class HostOptions
         MinDataRate = MinDataRate,
         MaxConnectionsPerAddress = MaxConnectionsPerAddress,
         RejectWhenFull = RejectWhenFull,
+        ReusePort = ReusePort,
     };
 
     /// <summary>The UDP server's settings from these options.</summary>
@@ -199,6 +213,7 @@ public sealed class HostOptions
         Processing = UdpProcessing,
         ConcurrentReceives = UdpReceives,
         AllowPrivilegedSourcePorts = UdpAllowPrivilegedPorts,
+        ReusePort = ReusePort,
     };
 
     /// <returns>null when <paramref name="value"/> is a whole number from min to max, now stored, else the error line.</returns>

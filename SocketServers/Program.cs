@@ -91,9 +91,9 @@ internal static class Program
 
             return ExitOk;
         }
-        catch (IOException ex)
+        catch (Exception ex) when (ex is IOException or PlatformNotSupportedException)
         {
-            // Bind failures (port in use, address not local): one clear line, no stack trace.
+            // Bind failures (port in use, address not local, reuse-port where there is none): one clear line, no stack trace.
             await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
             return ExitFailed;
         }

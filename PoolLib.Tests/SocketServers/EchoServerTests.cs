@@ -22,6 +22,29 @@ public sealed class EchoServerTests
         Assert.That(server.Counters.TotalConnections, Is.EqualTo(2));
     }
 
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_ReusePortOnBoth_SecondServerSharesThePortAndWithoutItFails(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "reuse-port is Linux only");
+        await using var first = new TcpEchoServer(new TcpEchoServerOptions { Port = 0, ReusePort = true });
+        await first.StartAsync(cancellationToken);
+        int port = first.LocalEndPoint!.Port;
+        await using var sharing = new TcpEchoServer(new TcpEchoServerOptions { Port = port, ReusePort = true });
+        await using var notSharing = new TcpEchoServer(new TcpEchoServerOptions { Port = port });
+        await using var udpFirst = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ReusePort = true });
+        await udpFirst.StartAsync(cancellationToken);
+        await using var udpSharing = new UdpEchoServer(new UdpEchoServerOptions { Port = udpFirst.LocalEndPoint!.Port, ReusePort = true });
+
+        await sharing.StartAsync(cancellationToken);
+        await udpSharing.StartAsync(cancellationToken);
+
+        Assert.That(sharing.LocalEndPoint!.Port, Is.EqualTo(port));
+        Assert.That(udpSharing.LocalEndPoint!.Port, Is.EqualTo(udpFirst.LocalEndPoint.Port));
+        await Assert.ThrowsAsync<IOException>(() => notSharing.StartAsync(cancellationToken));
+        await SocketTestExtensions.AssertEchoesAsync(new IPEndPoint(IPAddress.Loopback, port), 100, cancellationToken);
+    }
+
     [TestCase(UdpProcessing.ReceiveThreads)]
     [TestCase(UdpProcessing.ReplyBlock)]
     [CancelAfter(10_000)]

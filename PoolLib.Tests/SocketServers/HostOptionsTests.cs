@@ -42,7 +42,7 @@ public sealed class HostOptionsTests
         [
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
             "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports",
-            "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7",
+            "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port",
         ];
 
         bool ok = HostOptions.TryParse(args, out HostOptions? options, out string? error);
@@ -62,6 +62,7 @@ public sealed class HostOptionsTests
         Assert.That(options.StatsInterval, Is.EqualTo(TimeSpan.FromSeconds(7)));
         TcpEchoServerOptions tcp = options.CreateTcpOptions();
         Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull), Is.EqualTo((0, 4, true)));
+        Assert.That((options.ReusePort, tcp.ReusePort, options.CreateUdpOptions().ReusePort), Is.EqualTo((true, true, true)));
     }
 
     [Test]
@@ -107,6 +108,7 @@ public sealed class HostOptionsTests
     [TestCase("--min-data-rate -1", "'--min-data-rate' expects")]
     [TestCase("--max-connections-per-address x", "'--max-connections-per-address' expects")]
     [TestCase("--when-full drop", "'--when-full' expects queue or reject")]
+    [TestCase("--reuse-port=1", "'--reuse-port' takes no value")]
     [TestCase("--stats 1.5", "'--stats' expects")]
     public void TryParse_BadArgument_FailsWithOneLine(string commandLine, string expected)
     {

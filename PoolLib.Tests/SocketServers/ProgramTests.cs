@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
+using System.Text.RegularExpressions;
 
 namespace PoolLib.Tests.SocketServers;
 
@@ -115,6 +116,113 @@ public sealed class ProgramTests
             if (!host.HasExited)
             {
                 host.Kill(entireProcessTree: true);
+            }
+        }
+    }
+
+    // Two hosts on one port with --reuse-port: the kernel spreads 200 TCP connections and 2,000
+    // datagrams from 20 source ports over both, every echo is exact, and once one host has stopped,
+    // every new connection is served by the other. The final counters each host prints on SIGTERM
+    // say who served what.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Main_TwoHostsWithReusePort_ShareTheLoadAndTheSurvivorTakesOver(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "reuse-port is Linux only");
+        int port = FreePortForTcpAndUdp();
+        string[] args = ["both", "--port", port.ToString(System.Globalization.CultureInfo.InvariantCulture), "--reuse-port"];
+        using Process first = StartHost(args);
+        using Process second = StartHost(args);
+        try
+        {
+            var tcp = new IPEndPoint(IPAddress.Loopback, port);
+            foreach (Process host in new[] { first, second })
+            {
+                Assert.That(await ReadListeningEndPointAsync(host, "tcp", cancellationToken), Is.EqualTo(tcp));
+                Assert.That(await ReadListeningEndPointAsync(host, "udp", cancellationToken), Is.EqualTo(tcp));
+            }
+
+            for (int i = 0; i < 200; i++)
+            {
+                await SocketTestExtensions.AssertEchoesAsync(tcp, 64, cancellationToken);
+            }
+
+            await EchoDatagramsAsync(tcp, senders: 20, each: 100, cancellationToken);
+
+            (long firstConnections, long firstDatagrams) = await StopAndReadCountersAsync(first, cancellationToken);
+            for (int i = 0; i < 50; i++)
+            {
+                await SocketTestExtensions.AssertEchoesAsync(tcp, 64, cancellationToken);
+            }
+
+            (long secondConnections, long secondDatagrams) = await StopAndReadCountersAsync(second, cancellationToken);
+
+            Assert.That(firstConnections, Is.GreaterThan(0), "the first host served some of the 200");
+            Assert.That(secondConnections, Is.GreaterThan(50), "the second host served some of the 200, and the 50 after");
+            Assert.That(firstConnections + secondConnections, Is.EqualTo(250));
+            Assert.That(firstDatagrams, Is.GreaterThan(0));
+            Assert.That(secondDatagrams, Is.GreaterThan(0));
+            Assert.That(firstDatagrams + secondDatagrams, Is.EqualTo(2000));
+        }
+        finally
+        {
+            foreach (Process host in new[] { first, second })
+            {
+                if (!host.HasExited)
+                {
+                    host.Kill(entireProcessTree: true);
+                }
+            }
+        }
+    }
+
+    /// <summary>Sends <paramref name="each"/> datagrams from each of <paramref name="senders"/> sockets and checks every echo.</summary>
+    private static async Task EchoDatagramsAsync(IPEndPoint server, int senders, int each, CancellationToken cancellationToken)
+    {
+        for (int s = 0; s < senders; s++)
+        {
+            using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+            client.Connect(server);
+            for (int i = 0; i < each; i++)
+            {
+                byte[] datagram = [(byte)s, (byte)i, 1, 2, 3, 4, 5, 6];
+                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
+                byte[] echo = new byte[16];
+                int received = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
+                Assert.That(echo[..received], Is.EqualTo(datagram));
+            }
+        }
+    }
+
+    /// <summary>Stops a host with SIGTERM and reads the TCP connections and UDP datagrams it says it served.</summary>
+    private static async Task<(long Connections, long Datagrams)> StopAndReadCountersAsync(Process host, CancellationToken cancellationToken)
+    {
+        await SendSigTermAsync(host, cancellationToken);
+        await host.WaitForExitAsync(cancellationToken);
+        string rest = await host.StandardOutput.ReadToEndAsync(cancellationToken);
+        Match tcp = Regex.Match(rest, @"tcp: (\d+) connections");
+        Match udp = Regex.Match(rest, @"udp: (\d+) datagrams");
+        Assert.That(tcp.Success && udp.Success, Is.True, rest);
+        return (long.Parse(tcp.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture), long.Parse(udp.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture));
+    }
+
+    /// <summary>A port that is free on 127.0.0.1 for TCP and for UDP at the moment of asking.</summary>
+    private static int FreePortForTcpAndUdp()
+    {
+        while (true)
+        {
+            using var tcp = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+            tcp.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+            int port = ((IPEndPoint)tcp.LocalEndPoint!).Port;
+            using var udp = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+            try
+            {
+                udp.Bind(new IPEndPoint(IPAddress.Loopback, port));
+                return port;
+            }
+            catch (SocketException)
+            {
+                // Taken for UDP: try another.
             }
         }
     }
