@@ -10,7 +10,9 @@ internal sealed class BenchOptions
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
           echo only:
-          --target HOST:PORT      load an echo server that is already running (TCP and UDP on that port)
+          --target [NAME=]HOST:PORT[,..]
+                                  load echo servers that are already running (TCP and UDP on that port),
+                                  named NAME in the tables if given
           --server S[,S..]        servers to start: ours-process (our host as a child process), ours (in
                                   this process, sharing its GC and thread pool with the client), peer (the
                                   Node.js server), all = ours-process,peer (default: all)

@@ -100,11 +100,11 @@ internal sealed class EchoScenario(BenchOptions options)
             }
         }
 
-        if (options.Target is not null)
+        foreach (string target in options.Target?.Split(',') ?? [])
         {
             try
             {
-                servers.Add(await TargetEchoServer.ResolveAsync(options.Target).ConfigureAwait(false));
+                servers.Add(await TargetEchoServer.ResolveAsync(target).ConfigureAwait(false));
             }
             catch (Exception e) when (e is ArgumentException or SocketException)
             {

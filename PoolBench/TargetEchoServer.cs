@@ -27,11 +27,15 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync() => Task.FromResult<(double, double)?>(null);
 
-    public static async Task<TargetEchoServer> ResolveAsync(string target)
+    /// <summary>Resolves one <c>--target</c> entry: <c>host:port</c>, or <c>name=host:port</c> to name it in the tables.</summary>
+    public static async Task<TargetEchoServer> ResolveAsync(string entry)
     {
+        int equals = entry.IndexOf('=', StringComparison.Ordinal);
+        string target = equals < 0 ? entry : entry[(equals + 1)..];
+        string name = equals < 0 ? entry : entry[..equals];
         if (IPEndPoint.TryParse(target, out IPEndPoint? endPoint) && endPoint.Port != 0)
         {
-            return new TargetEchoServer(target, endPoint);
+            return new TargetEchoServer(name, endPoint);
         }
 
         int colon = target.LastIndexOf(':');
@@ -42,7 +46,7 @@ internal sealed class TargetEchoServer : IEchoServer
 
         IPAddress[] addresses = await Dns.GetHostAddressesAsync(target[..colon]).ConfigureAwait(false);
         return addresses.Length > 0
-            ? new TargetEchoServer(target, new IPEndPoint(addresses[0], port))
+            ? new TargetEchoServer(name, new IPEndPoint(addresses[0], port))
             : throw new ArgumentException($"--target host '{target[..colon]}' has no address");
     }
 
