@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using System.Collections.Concurrent;
 using Microsoft.Extensions.Time.Testing;
 using PoolLib.Tests.Fakes;
@@ -368,6 +369,25 @@ public sealed partial class PoolTests
         Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.EqualTo(1), "every object disposed exactly once");
         AssertCounts(pool, total: 0, available: 0);
     }
+
+    [Test]
+    public void IdleTimer_PoolCollectedWithoutDispose_StopsItself()
+    {
+        var time = new TimerRecordingTimeProvider();
+        StartPoolAndForgetIt(time);
+        GC.Collect();
+        GC.WaitForPendingFinalizers();
+        GC.Collect();
+
+        time.Advance(s_idleTick);
+
+        Assert.That(time.Timers, Has.Count.EqualTo(1));
+        Assert.That(time.Timers[0].IsDisposed, Is.True, "the timer of a collected pool stops on its next tick");
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void StartPoolAndForgetIt(TimeProvider time) =>
+        _ = new TrackedPool(new PoolOptions { MaxCapacity = 1, IdleTimeout = s_idleTimeout, TimeProvider = time });
 
     /// <summary>Takes through TakeSlotAsync and waits for it at most <see cref="s_waitBound"/>; null if it did not finish.</summary>
     private static PoolSlot<TrackedObject>? TakeAsyncWithinBound(TrackedPool pool, CancellationToken cancellationToken)

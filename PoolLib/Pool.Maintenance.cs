@@ -97,13 +97,13 @@ public abstract partial class Pool<T>
         TimeSpan period = TimeSpan.FromTicks(Math.Max(TimeSpan.TicksPerMillisecond, span.Ticks / 4));
 
         // The timer holds the pool weakly, so a pool its user forgot to dispose can still be
-        // collected; and it captures no execution context, so it keeps nothing of its creator alive.
-        var state = new WeakReference<Pool<T>>(this);
-        bool restoreFlow = !ExecutionContext.IsFlowSuppressed();
-        AsyncFlowControl? suppressed = restoreFlow ? ExecutionContext.SuppressFlow() : null;
+        // collected (its timer then stops itself); and it captures no execution context, so it keeps
+        // nothing of its creator alive.
+        var tick = new MaintenanceTick(this);
+        AsyncFlowControl? suppressed = ExecutionContext.IsFlowSuppressed() ? null : ExecutionContext.SuppressFlow();
         try
         {
-            _maintenanceTimer = _timeProvider.CreateTimer(static state => OnMaintenanceTick((WeakReference<Pool<T>>)state!), state, period, period);
+            _maintenanceTimer = tick.Timer = _timeProvider.CreateTimer(static state => ((MaintenanceTick)state!).Run(), tick, period, period);
         }
         finally
         {
@@ -113,13 +113,6 @@ public abstract partial class Pool<T>
 
     private void StopMaintenance() => _maintenanceTimer?.Dispose();
 
-    private static void OnMaintenanceTick(WeakReference<Pool<T>> state)
-    {
-        if (state.TryGetTarget(out Pool<T>? pool))
-        {
-            pool.Maintain();
-        }
-    }
 
     /// <summary>
     /// One tick of the timer: marks objects older than <see cref="PoolOptions.MaxObjectLifetime"/>
@@ -311,5 +304,25 @@ public abstract partial class Pool<T>
         }
 
         return disposed;
+    }
+
+    /// <summary>What the maintenance timer holds: the pool, weakly, and the timer itself, to stop it once the pool is gone.</summary>
+    private sealed class MaintenanceTick(Pool<T> pool)
+    {
+        private readonly WeakReference<Pool<T>> _pool = new(pool);
+
+        public ITimer? Timer { get; set; }
+
+        public void Run()
+        {
+            if (_pool.TryGetTarget(out Pool<T>? live))
+            {
+                live.Maintain();
+            }
+            else
+            {
+                Timer?.Dispose();
+            }
+        }
     }
 }
