@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -13,6 +14,7 @@ public static class Pool
     /// <returns>A pool named <c>Pool&lt;T&gt;</c> after <typeparamref name="T"/>'s name.</returns>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
     /// <exception cref="ArgumentNullException"><paramref name="factory"/> is <see langword="null"/>.</exception>
+    [SuppressMessage("ApiDesign", "RS0026", Justification = "The overloads differ in their first parameter, never in the optional clean-up.")]
     public static Pool<T> Create<T>(int maxCapacity, Func<T> factory, Action<T>? cleanUp = null)
         where T : class
     {
@@ -29,6 +31,7 @@ public static class Pool
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="factory"/> is <see langword="null"/>.</exception>
     /// <exception cref="ArgumentOutOfRangeException">An option is out of range; the parameter name names it.</exception>
     /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
+    [SuppressMessage("ApiDesign", "RS0026", Justification = "The overloads differ in their first parameter, never in the optional clean-up.")]
     public static Pool<T> Create<T>(PoolOptions options, Func<T> factory, Action<T>? cleanUp = null)
         where T : class
     {
