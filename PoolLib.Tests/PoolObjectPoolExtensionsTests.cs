@@ -1,0 +1,108 @@
+using System.Text;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.ObjectPool;
+using PoolLib.Tests.Fakes;
+using PoolLib.Tests.SocketServers;
+
+namespace PoolLib.Tests;
+
+// A Pool<T> behind ObjectPool<T>: what code written for DefaultObjectPool sees, and what the cap changes.
+public sealed class PoolObjectPoolExtensionsTests
+{
+    [Test]
+    public void Get_AfterReturn_HandsOutTheSameObject()
+    {
+        using var pool = new TrackedPool(2);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+
+        TrackedObject first = objects.Get();
+        objects.Return(first);
+        TrackedObject again = objects.Get();
+
+        Assert.That(again, Is.SameAs(first));
+        Assert.That(pool.CleanUpCount, Is.EqualTo(1), "Return runs the pool's clean-up");
+        Assert.That(pool.CreatedCount, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Get_PoolExhausted_WaitsForAReturn(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject held = objects.Get();
+        var second = Task.Run(objects.Get, cancellationToken);
+        await Poll.UntilAsync(() => pool.WaiterCount == 1, cancellationToken);
+
+        Assert.That(second.IsCompleted, Is.False, "the cap holds: Get waits");
+        objects.Return(held);
+
+        Assert.That(await second, Is.SameAs(held));
+    }
+
+    [Test]
+    public void Return_ObjectNotFromThisPool_ThrowsAndChangesNothing()
+    {
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+
+        var exception = Assert.Throws<ArgumentException>(() => objects.Return(new TrackedObject()));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("obj"));
+        Assert.Throws<ArgumentNullException>(() => objects.Return(null!));
+        Assert.That(pool.TotalCount, Is.Zero);
+    }
+
+    [Test]
+    public void Return_Twice_Throws()
+    {
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject taken = objects.Get();
+        objects.Return(taken);
+
+        Assert.Throws<InvalidOperationException>(() => objects.Return(taken));
+    }
+
+    [Test]
+    public void AsObjectPool_NullPool_Throws()
+    {
+        var exception = Assert.Throws<ArgumentNullException>(() => PoolObjectPoolExtensions.AsObjectPool<TrackedObject>(null!));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("pool"));
+    }
+
+    [Test]
+    public void AddPool_ResolvedFromTheContainer_OnePoolBehindBothServicesAndDisposedWithIt()
+    {
+        var services = new ServiceCollection();
+        services.AddSingleton(new StringBuilder("prefix"));
+        services.AddPool(new PoolOptions { MaxCapacity = 3, Name = "builders" }, provider => new StringBuilder(provider.GetRequiredService<StringBuilder>().ToString()), builder => builder.Clear());
+        Pool<StringBuilder> pool;
+        using (ServiceProvider provider = services.BuildServiceProvider())
+        {
+            pool = provider.GetRequiredService<Pool<StringBuilder>>();
+            ObjectPool<StringBuilder> objects = provider.GetRequiredService<ObjectPool<StringBuilder>>();
+
+            StringBuilder built = objects.Get();
+            Assert.That(built.ToString(), Is.EqualTo("prefix"), "the factory sees the container's services");
+            objects.Return(built);
+
+            Assert.That(pool.Name, Is.EqualTo("builders"));
+            Assert.That(pool.MaxCapacity, Is.EqualTo(3));
+            Assert.That(pool.AvailableCount, Is.EqualTo(1), "the ObjectPool returned into the same Pool");
+        }
+
+        Assert.Throws<ObjectDisposedException>(() => pool.TakeSlot());
+    }
+
+    [Test]
+    public void AddPool_NullArguments_Throw()
+    {
+        var services = new ServiceCollection();
+
+        Assert.That(Assert.Throws<ArgumentNullException>(() => services.AddPool<StringBuilder>(null!, _ => new StringBuilder()))!.ParamName, Is.EqualTo("options"));
+        Assert.That(Assert.Throws<ArgumentNullException>(() => services.AddPool<StringBuilder>(new PoolOptions { MaxCapacity = 1 }, null!))!.ParamName, Is.EqualTo("factory"));
+        Assert.That(Assert.Throws<ArgumentNullException>(() => PoolServiceCollectionExtensions.AddPool<StringBuilder>(null!, new PoolOptions { MaxCapacity = 1 }, _ => new StringBuilder()))!.ParamName, Is.EqualTo("services"));
+    }
+}
