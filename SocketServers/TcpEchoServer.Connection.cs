@@ -51,6 +51,9 @@ public sealed partial class TcpEchoServer
             _socket = socket;
             _id = id;
             _remoteEndPoint = socket.RemoteEndPoint;
+
+            // Reads with a buffer never wait (see EchoWhileDataAsync); only the zero-byte receive does.
+            socket.Blocking = false;
             _lastActivity = _windowStart = _openedAt = Environment.TickCount64;
         }
 
@@ -170,23 +173,31 @@ public sealed partial class TcpEchoServer
         }
 
         /// <summary>
-        /// Receives into <paramref name="buffer"/> and echoes, for as long as each receive fills the
-        /// buffer (more is likely waiting); returns when the data is drained, at end of stream or on an error.
+        /// Takes what has arrived into <paramref name="buffer"/> and echoes it, for as long as each read
+        /// fills the buffer (more is likely waiting); returns when nothing more is there, at end of
+        /// stream or on an error.
         /// </summary>
         /// <returns>Whether the connection is still open, and the last socket error.</returns>
+        /// <remarks>
+        /// The reads never wait: a zero-byte receive can report data that is gone or never came (its
+        /// readiness can be stale), and a read that waited would hold the buffer while the connection idles.
+        /// </remarks>
         private async ValueTask<(bool Open, SocketError Error)> EchoWhileDataAsync(byte[] buffer)
         {
             while (true)
             {
-                _args.SetBuffer(buffer, 0, buffer.Length);
-                await _args.ReceiveAsync(_socket).ConfigureAwait(false);
-                SocketError error = _args.SocketError;
-                int received = _args.BytesTransferred;
+                int received = _socket.Receive(buffer, SocketFlags.None, out SocketError error);
+                if (error == SocketError.WouldBlock)
+                {
+                    return (true, SocketError.Success);
+                }
+
                 if (error != SocketError.Success || received == 0)
                 {
                     return (false, error);
                 }
 
+                _args.SetBuffer(buffer, 0, received);
                 Volatile.Write(ref _lastActivity, Environment.TickCount64);
                 Volatile.Write(ref _bytesReceived, _bytesReceived + received);
                 int sent = 0;
