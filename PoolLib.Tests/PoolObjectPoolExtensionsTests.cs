@@ -2,7 +2,6 @@ using System.Text;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.ObjectPool;
 using PoolLib.Tests.Fakes;
-using PoolLib.Tests.SocketServers;
 
 namespace PoolLib.Tests;
 

@@ -1,6 +1,6 @@
-namespace PoolLib.Tests.SocketServers;
+namespace PoolLib.Tests;
 
-/// <summary>Waits for a condition that has no event to wait on (a server counter), checking it every few ms.</summary>
+/// <summary>Waits for a condition that has no event to wait on (a counter), checking it every few ms.</summary>
 internal static class Poll
 {
     private static readonly TimeSpan s_interval = TimeSpan.FromMilliseconds(10);
