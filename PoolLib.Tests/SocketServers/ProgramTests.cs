@@ -81,10 +81,7 @@ public sealed class ProgramTests
         }
         finally
         {
-            if (!host.HasExited)
-            {
-                host.Kill(entireProcessTree: true);
-            }
+            KillIfRunning(host);
         }
     }
 
@@ -113,10 +110,7 @@ public sealed class ProgramTests
         }
         finally
         {
-            if (!host.HasExited)
-            {
-                host.Kill(entireProcessTree: true);
-            }
+            KillIfRunning(host);
         }
     }
 
@@ -166,13 +160,8 @@ public sealed class ProgramTests
         }
         finally
         {
-            foreach (Process host in new[] { first, second })
-            {
-                if (!host.HasExited)
-                {
-                    host.Kill(entireProcessTree: true);
-                }
-            }
+            KillIfRunning(first);
+            KillIfRunning(second);
         }
     }
 
@@ -227,6 +216,15 @@ public sealed class ProgramTests
         }
     }
 
+    /// <summary>Ends a host a test left running (it failed or timed out), with whatever it started.</summary>
+    private static void KillIfRunning(Process host)
+    {
+        if (!host.HasExited)
+        {
+            host.Kill(entireProcessTree: true);
+        }
+    }
+
     private static Task SendSigTermAsync(Process host, CancellationToken cancellationToken) => SendSignalAsync(host, "TERM", cancellationToken);
 
     private static async Task SendSignalAsync(Process host, string signal, CancellationToken cancellationToken)
@@ -266,10 +264,7 @@ public sealed class ProgramTests
         }
         finally
         {
-            if (!host.HasExited)
-            {
-                host.Kill(entireProcessTree: true);
-            }
+            KillIfRunning(host);
         }
     }
 
