@@ -1,6 +1,9 @@
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -17,9 +20,13 @@ namespace SocketServers;
 /// closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
 /// needed and frees the pool.
 /// </para>
+/// <para>
+/// It is an <see cref="IHostedService"/>, so a Generic Host can run it (see <see cref="EchoServerServiceCollectionExtensions"/>):
+/// the host's shutdown timeout, through the stop's cancellation token, then cuts the grace period short.
+/// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
-public abstract class EchoServer : IAsyncDisposable
+public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 {
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
@@ -42,8 +49,9 @@ public abstract class EchoServer : IAsyncDisposable
     private long _rejected;
     private long _evicted;
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity)
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, ILogger? logger)
     {
+        Logger = logger ?? NullLogger.Instance;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
         Pool = new SocketArgsPool(bufferSize, poolCapacity);
@@ -109,6 +117,9 @@ public abstract class EchoServer : IAsyncDisposable
 
     /// <summary>TCP connections open now.</summary>
     private protected int OpenConnections => Volatile.Read(ref _currentConnections);
+
+    /// <summary>Where the server logs; <see cref="NullLogger.Instance"/> when none was given.</summary>
+    private protected ILogger Logger { get; }
 
     /// <summary>Cancelled when the server begins to stop.</summary>
     private protected CancellationToken StoppingToken => _stopping.Token;
@@ -193,6 +204,10 @@ public abstract class EchoServer : IAsyncDisposable
         _stopping.Dispose();
         GC.SuppressFinalize(this);
     }
+
+    /// <summary>As <see cref="DisposeAsync"/>, blocking until the server is stopped and disposed; for containers and
+    /// callers that dispose synchronously. Prefer <see cref="DisposeAsync"/>.</summary>
+    public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
 
     /// <inheritdoc/>
     public override string ToString() => $"{ProtocolName} echo server on {LocalEndPoint?.ToString() ?? "(not bound)"}";

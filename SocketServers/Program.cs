@@ -1,9 +1,19 @@
-using System.Runtime.InteropServices;
+using System.CommandLine;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
 using NLog;
+using NLog.Extensions.Logging;
 
 namespace SocketServers;
 
-/// <summary>The console host: runs the TCP and/or UDP echo server until Ctrl+C or SIGTERM.</summary>
+/// <summary>
+/// The console host: runs the TCP and/or UDP echo server on the Generic Host until Ctrl+C or SIGTERM. Settings come
+/// from appsettings.json next to the program, then environment variables (<c>SocketServers__Tcp__Port</c>), then the
+/// command line; logs go through <see cref="Microsoft.Extensions.Logging.ILogger"/> to NLog, configured by NLog.config.
+/// </summary>
 internal static class Program
 {
     private const int ExitOk = 0;
@@ -23,21 +33,25 @@ internal static class Program
             Environment.SetEnvironmentVariable(InlineCompletionsVariable, "1");
         }
 
-        if (!HostOptions.TryParse(args, out HostOptions? options, out string? error))
+        var commandLine = new HostCommandLine();
+        ParseResult parsed = commandLine.Parse(args);
+        if (parsed.Errors.Count > 0)
         {
+            // One line, whatever the parser's message looks like.
+            string error = string.Join(' ', parsed.Errors[0].Message.Split(['\r', '\n', '\t'], StringSplitOptions.RemoveEmptyEntries));
             await Console.Error.WriteLineAsync($"SocketServers: {error} Try --help.").ConfigureAwait(false);
             return ExitUsage;
         }
 
-        if (options.ShowHelp)
+        if (parsed.Action is not null)
         {
-            await Console.Out.WriteAsync(HostOptions.Usage).ConfigureAwait(false);
-            return ExitOk;
+            // --help or --version.
+            return await parsed.InvokeAsync().ConfigureAwait(false);
         }
 
         try
         {
-            return await RunAsync(options).ConfigureAwait(false);
+            return await RunAsync(commandLine.ToConfiguration(parsed)).ConfigureAwait(false);
         }
         finally
         {
@@ -45,51 +59,67 @@ internal static class Program
         }
     }
 
-    private static async Task<int> RunAsync(HostOptions options)
+    private static async Task<int> RunAsync(IEnumerable<KeyValuePair<string, string?>> commandLineSettings)
     {
-        var stopRequested = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        void OnSignal(PosixSignalContext context)
+        HostApplicationBuilder builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings
         {
-            context.Cancel = true; // stop gracefully instead of being killed
-            stopRequested.TrySetResult();
-        }
+            // appsettings.json is read from beside the program, wherever it is started from.
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Configuration.AddInMemoryCollection(commandLineSettings);
+        builder.Logging.ClearProviders();
+        builder.Logging.SetMinimumLevel(Microsoft.Extensions.Logging.LogLevel.Trace); // NLog.config decides
+        builder.Logging.AddNLog();
+        builder.Services.Configure<ConsoleLifetimeOptions>(options => options.SuppressStatusMessages = true);
 
-        using var sigint = PosixSignalRegistration.Create(PosixSignal.SIGINT, OnSignal);
-        using var sigterm = PosixSignalRegistration.Create(PosixSignal.SIGTERM, OnSignal);
-        using var stats = new StatsPrinter(Console.Out, options.StatsInterval);
-
-        var servers = new List<EchoServer>();
+        HostSettings settings;
         try
         {
-            if (options.RunTcp)
-            {
-                servers.Add(new TcpEchoServer(options.CreateTcpOptions()));
-            }
+            settings = HostSettings.Read(builder.Configuration);
+        }
+        catch (OptionsValidationException ex)
+        {
+            await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
+            return ExitUsage;
+        }
 
-            if (options.RunUdp)
-            {
-                servers.Add(new UdpEchoServer(options.CreateUdpOptions()));
-            }
+        if (settings.RunTcp)
+        {
+            builder.Services.AddTcpEchoServer(builder.Configuration.GetSection(HostSettings.TcpSection));
+        }
 
-            foreach (EchoServer server in servers)
-            {
-                await server.StartAsync().ConfigureAwait(false);
-                Console.WriteLine($"{(server is TcpEchoServer ? "tcp" : "udp")} echo listening on {server.LocalEndPoint}");
-            }
+        if (settings.RunUdp)
+        {
+            builder.Services.AddUdpEchoServer(builder.Configuration.GetSection(HostSettings.UdpSection));
+        }
 
-            Console.WriteLine("Press Ctrl+C to stop.");
-            await stopRequested.Task.ConfigureAwait(false);
-            Console.WriteLine("Stopping...");
-            await Task.WhenAll(servers.Select(server => server.StopAsync())).ConfigureAwait(false);
-            foreach (EchoServer server in servers)
-            {
-                EchoServerCounters c = server.Counters;
-                Console.WriteLine(server is TcpEchoServer
-                    ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections"
-                    : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
-            }
+        IHost host = builder.Build();
+        try
+        {
+            return await RunAsync(host, settings).ConfigureAwait(false);
+        }
+        finally
+        {
+            // The servers are asynchronously disposable only.
+            await ((IAsyncDisposable)host).DisposeAsync().ConfigureAwait(false);
+        }
+    }
 
-            return ExitOk;
+    private static async Task<int> RunAsync(IHost host, HostSettings settings)
+    {
+        // Listening to SIGUSR1 before the servers say they listen: the signal's default action ends the process.
+        using var stats = new StatsPrinter(Console.Out, settings.StatsInterval);
+        EchoServer[] servers;
+        try
+        {
+            // Resolving the servers reads their options, which may be invalid.
+            servers = [.. host.Services.GetServices<IHostedService>().OfType<EchoServer>()];
+            await host.StartAsync().ConfigureAwait(false);
+        }
+        catch (OptionsValidationException ex)
+        {
+            await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
+            return ExitUsage;
         }
         catch (Exception ex) when (ex is IOException or PlatformNotSupportedException)
         {
@@ -99,16 +129,30 @@ internal static class Program
         }
         catch (Exception ex)
         {
-            LogManager.GetCurrentClassLogger().Error(ex, "The host failed");
+            host.Services.GetRequiredService<ILoggerFactory>().CreateLogger(typeof(Program)).LogError(ex, "The host failed to start");
             await Console.Error.WriteLineAsync($"SocketServers: {ex.GetType().Name}: {ex.Message}").ConfigureAwait(false);
             return ExitFailed;
         }
-        finally
+
+        foreach (EchoServer server in servers)
         {
-            foreach (EchoServer server in servers)
-            {
-                await server.DisposeAsync().ConfigureAwait(false);
-            }
+            Console.WriteLine($"{(server is TcpEchoServer ? "tcp" : "udp")} echo listening on {server.LocalEndPoint}");
         }
+
+        Console.WriteLine("Press Ctrl+C to stop.");
+        using (host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.Register(() => Console.WriteLine("Stopping...")))
+        {
+            await host.WaitForShutdownAsync().ConfigureAwait(false);
+        }
+
+        foreach (EchoServer server in servers)
+        {
+            EchoServerCounters c = server.Counters;
+            Console.WriteLine(server is TcpEchoServer
+                ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections"
+                : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
+        }
+
+        return ExitOk;
     }
 }

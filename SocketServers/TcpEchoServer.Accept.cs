@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -68,14 +69,14 @@ public sealed partial class TcpEchoServer
 
                 if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
                 {
-                    s_logger.Debug("TCP accept on {EndPoint}: client left before accept ({SocketError})", LocalEndPoint, error);
+                    Logger.AcceptClientLeft(LocalEndPoint, error);
                     continue;
                 }
 
                 // For example too many open files: wait a little instead of spinning.
-                if (s_logger.IsWarnEnabled && _acceptWarnings.TryAcquire(out long suppressed))
+                if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
                 {
-                    s_logger.Warn("TCP accept on {EndPoint} failed: {SocketError}{Suppressed:l}", LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
+                    Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
                 }
 
                 await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
@@ -83,7 +84,7 @@ public sealed partial class TcpEchoServer
         }
         catch (Exception ex)
         {
-            s_logger.Error(ex, "TCP accept loop on {EndPoint} failed; no new connections are accepted", LocalEndPoint);
+            Logger.AcceptLoopFailed(ex, LocalEndPoint);
         }
     }
 
@@ -104,7 +105,7 @@ public sealed partial class TcpEchoServer
         }
         catch (SocketException ex)
         {
-            s_logger.Debug("TCP accept on {EndPoint} while full failed: {SocketError}", LocalEndPoint, ex.SocketErrorCode);
+            Logger.AcceptWhileFullFailed(LocalEndPoint, ex.SocketErrorCode);
             return;
         }
 
@@ -120,9 +121,9 @@ public sealed partial class TcpEchoServer
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
     private void Reject(Socket socket, string why)
     {
-        if (s_logger.IsDebugEnabled)
+        if (Logger.IsEnabled(LogLevel.Debug))
         {
-            s_logger.Debug("TCP client {RemoteEndPoint} rejected: {Reason}", RemoteEndPointOrNull(socket), why);
+            Logger.ClientRejected(RemoteEndPointOrNull(socket), why);
         }
 
         // Counted first: the client sees the close as soon as it happens.
@@ -217,7 +218,7 @@ public sealed partial class TcpEchoServer
             socket.Dispose();
             Pool.Release(slot);
             CountDrop();
-            s_logger.Debug(ex, "TCP connection on {EndPoint} closed during set-up", LocalEndPoint);
+            Logger.ConnectionSetUpFailed(ex, LocalEndPoint);
             return;
         }
 
@@ -278,7 +279,7 @@ public sealed partial class TcpEchoServer
         }
         catch (Exception ex)
         {
-            s_logger.Error(ex, "TCP idle sweep on {EndPoint} failed; idle connections are no longer closed", LocalEndPoint);
+            Logger.SweepFailed(ex, LocalEndPoint);
         }
     }
 }

@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -120,10 +121,7 @@ public sealed partial class TcpEchoServer
 
         private async Task RunAsync()
         {
-            if (s_logger.IsDebugEnabled)
-            {
-                s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} opened", _id, _remoteEndPoint);
-            }
+            _server.Logger.ConnectionOpened(_id, _remoteEndPoint);
 
             SocketError error = SocketError.Success;
             try
@@ -161,9 +159,9 @@ public sealed partial class TcpEchoServer
             catch (Exception ex)
             {
                 error = SocketError.SocketError;
-                if (s_logger.IsWarnEnabled && _server._connectionWarnings.TryAcquire(out long suppressed))
+                if (_server.Logger.IsEnabled(LogLevel.Warning) && _server._connectionWarnings.TryAcquire(out long suppressed))
                 {
-                    s_logger.Warn(ex, "TCP connection {ConnectionId} from {RemoteEndPoint} failed{Suppressed:l}", _id, _remoteEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+                    _server.Logger.ConnectionFailed(ex, _id, _remoteEndPoint, LogRateLimiter.SuppressedNote(suppressed));
                 }
             }
             finally
@@ -216,10 +214,7 @@ public sealed partial class TcpEchoServer
                 }
 
                 _server.CountEcho(received);
-                if (s_logger.IsTraceEnabled)
-                {
-                    s_logger.Trace("TCP connection {ConnectionId} echoed {Bytes} bytes", _id, received);
-                }
+                _server.Logger.ConnectionEchoed(_id, received);
 
                 if (received < buffer.Length)
                 {
@@ -236,38 +231,33 @@ public sealed partial class TcpEchoServer
             {
                 // End of stream from the client (or the stop): all it sent has been echoed; say we are done too.
                 Shutdown(SocketShutdown.Send);
-                s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed", _id, _remoteEndPoint);
+                _server.Logger.ConnectionClosed(_id, _remoteEndPoint);
             }
             else
             {
                 _server.CountDrop();
                 if (request == IdleClose)
                 {
-                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed after the idle timeout", _id, _remoteEndPoint);
+                    _server.Logger.ConnectionIdleClosed(_id, _remoteEndPoint);
                 }
                 else if (request == Evicted)
                 {
-                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} evicted for a waiting client: below the minimum data rate", _id, _remoteEndPoint);
+                    _server.Logger.ConnectionEvicted(_id, _remoteEndPoint);
                 }
                 else if (request == Aborted)
                 {
-                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} closed at the end of the stop grace period", _id, _remoteEndPoint);
+                    _server.Logger.ConnectionAborted(_id, _remoteEndPoint);
                 }
                 else if (error is SocketError.ConnectionReset or SocketError.ConnectionAborted or SocketError.Shutdown
                     or SocketError.OperationAborted or SocketError.TimedOut or SocketError.NotConnected)
                 {
-                    s_logger.Debug("TCP connection {ConnectionId} from {RemoteEndPoint} lost: {SocketError}", _id, _remoteEndPoint, error);
+                    _server.Logger.ConnectionLost(_id, _remoteEndPoint, error);
                 }
                 else if (error != SocketError.SocketError)
                 {
-                    if (s_logger.IsWarnEnabled && _server._connectionWarnings.TryAcquire(out long suppressed))
+                    if (_server.Logger.IsEnabled(LogLevel.Warning) && _server._connectionWarnings.TryAcquire(out long suppressed))
                     {
-                        s_logger.Warn(
-                            "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed:l}",
-                            _id,
-                            _remoteEndPoint,
-                            error,
-                            LogRateLimiter.SuppressedNote(suppressed));
+                        _server.Logger.ConnectionSocketFailed(_id, _remoteEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
                     }
                 }
             }

@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.InteropServices;
-using NLog;
+using Microsoft.Extensions.Logging;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -29,8 +29,6 @@ namespace SocketServers;
 /// </remarks>
 public sealed partial class TcpEchoServer : EchoServer
 {
-    private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
-
     // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
     private const int IpProtocolTcp = 6;
     private const int TcpInfoOption = 11;
@@ -83,11 +81,21 @@ public sealed partial class TcpEchoServer : EchoServer
     {
     }
 
-    /// <summary>Creates a TCP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a TCP echo server that logs nothing; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections)
+        : this(options, logger: null)
+    {
+    }
+
+    /// <summary>Creates a TCP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="logger">Where the server logs: start and stop at Information, connections at Debug, each echo at
+    /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, logger)
     {
         int bufferSize = _bufferSize = options.BufferSize;
         _buffers = PoolLib.Pool.Create(
@@ -117,8 +125,7 @@ public sealed partial class TcpEchoServer : EchoServer
             _sweep = SweepConnectionsAsync();
         }
 
-        s_logger.Info(
-            "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})",
+        Logger.TcpListening(
             bound,
             Pool.MaxCapacity,
             _bufferSize,
@@ -148,7 +155,7 @@ public sealed partial class TcpEchoServer : EchoServer
         }
         else
         {
-            s_logger.Info("TCP echo server on {EndPoint} stopping: letting {Count} connections finish their echoes", LocalEndPoint, open);
+            Logger.TcpStopping(LocalEndPoint, open);
         }
 
         return _drained.Task;
@@ -156,7 +163,7 @@ public sealed partial class TcpEchoServer : EchoServer
 
     private protected override void Abort()
     {
-        s_logger.Info("TCP echo server on {EndPoint}: stop grace period over, closing {Count} connections", LocalEndPoint, OpenConnections);
+        Logger.TcpGracePeriodOver(LocalEndPoint, OpenConnections);
         foreach (var (connection, _) in _connections)
         {
             connection.Abort();
@@ -192,7 +199,7 @@ public sealed partial class TcpEchoServer : EchoServer
 
     private protected override Task CloseAsync()
     {
-        s_logger.Info("TCP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
+        Logger.TcpStopped(LocalEndPoint, Counters);
         _buffers.Dispose();
         return Task.CompletedTask;
     }

@@ -1,7 +1,7 @@
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
-using NLog;
+using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
 namespace SocketServers;
@@ -56,8 +56,6 @@ public sealed partial class UdpEchoServer : EchoServer
     private const string DroppedReplyFailed = "reply_failed";
     private const string DroppedStopping = "stopping";
 
-    private static readonly Logger s_logger = LogManager.GetCurrentClassLogger();
-
     private readonly IPEndPoint _endPoint;
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
@@ -89,16 +87,28 @@ public sealed partial class UdpEchoServer : EchoServer
     {
     }
 
-    /// <summary>Creates a UDP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a UDP echo server that logs nothing; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public UdpEchoServer(UdpEchoServerOptions options)
+        : this(options, logger: null)
+    {
+    }
+
+    /// <summary>Creates a UDP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="logger">Where the server logs: start and stop at Information, ICMP reports and failed replies at
+    /// Debug, each echo at Trace, dropped datagrams and failures at Warning and Error; <see langword="null"/> for
+    /// nowhere.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    public UdpEchoServer(UdpEchoServerOptions options, ILogger? logger)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
                 ? options.MaxPendingDatagrams + options.ConcurrentReceives
-                : options.ConcurrentReceives)
+                : options.ConcurrentReceives,
+            logger)
     {
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
@@ -141,8 +151,7 @@ public sealed partial class UdpEchoServer : EchoServer
             _socket = null;
             throw;
         }
-        s_logger.Info(
-            "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives, {SourcePorts:l})",
+        Logger.UdpListening(
             bound,
             _processing,
             _maxDatagramSize,
@@ -170,7 +179,7 @@ public sealed partial class UdpEchoServer : EchoServer
 
     private protected override void Abort()
     {
-        s_logger.Info("UDP echo server on {EndPoint}: stop grace period over, dropping the replies still waiting", LocalEndPoint);
+        Logger.UdpGracePeriodOver(LocalEndPoint);
         _socket?.Dispose();
     }
 
@@ -180,7 +189,7 @@ public sealed partial class UdpEchoServer : EchoServer
         _socket?.Dispose();
         await _receiveLoops.ConfigureAwait(false);
         DisposeReplyBlock();
-        s_logger.Info("UDP echo server on {EndPoint} stopped: {Counters}", LocalEndPoint, Counters);
+        Logger.UdpStopped(LocalEndPoint, Counters);
     }
 
     /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception.</summary>
@@ -188,11 +197,10 @@ public sealed partial class UdpEchoServer : EchoServer
     private bool OnReceiveLoopFailed(Exception exception)
     {
         bool restart = !StoppingToken.IsCancellationRequested;
-        if (s_logger.IsErrorEnabled && _receiveLoopErrors.TryAcquire(out long suppressed))
+        if (Logger.IsEnabled(LogLevel.Error) && _receiveLoopErrors.TryAcquire(out long suppressed))
         {
-            s_logger.Error(
+            Logger.ReceiveLoopFailed(
                 exception,
-                "UDP receive loop on {EndPoint} failed; {Outcome:l}{Suppressed:l}",
                 LocalEndPoint,
                 restart ? $"it starts again in {ReceiveRestartDelay.TotalMilliseconds} ms" : "the server is stopping",
                 LogRateLimiter.SuppressedNote(suppressed));
@@ -217,7 +225,7 @@ public sealed partial class UdpEchoServer : EchoServer
             args,
             DroppedFromPrivilegedPort,
             _privilegedPortWarnings,
-            "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed:l}",
+            EchoServerLog.DatagramFromPrivilegedPort,
             _firstAnsweredPort);
         return false;
     }
@@ -233,7 +241,7 @@ public sealed partial class UdpEchoServer : EchoServer
                     args,
                     DroppedTooLarge,
                     _oversizedWarnings,
-                    "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed:l}",
+                    EchoServerLog.DatagramTooLarge,
                     _maxDatagramSize);
                 return true;
             case SocketError.ConnectionReset:
@@ -243,16 +251,15 @@ public sealed partial class UdpEchoServer : EchoServer
             case SocketError.NetworkReset:
             case SocketError.HostDown:
                 // An ICMP error about an earlier reply; the socket is fine.
-                s_logger.Debug("UDP receive on {EndPoint}: {SocketError} from an earlier reply, receiving on", LocalEndPoint, error);
+                Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
                 return true;
             case SocketError.OperationAborted:
             case SocketError.Interrupted:
                 return false;
             default:
-                if (s_logger.IsWarnEnabled && _receiveWarnings.TryAcquire(out long suppressed))
+                if (Logger.IsEnabled(LogLevel.Warning) && _receiveWarnings.TryAcquire(out long suppressed))
                 {
-                    s_logger.Warn(
-                        "UDP receive on {EndPoint} failed: {SocketError}{Suppressed:l}",
+                    Logger.ReceiveFailed(
                         LocalEndPoint,
                         error,
                         LogRateLimiter.SuppressedNote(suppressed));
@@ -266,15 +273,15 @@ public sealed partial class UdpEchoServer : EchoServer
     /// <param name="args">The datagram's args; its sender goes into the warning.</param>
     /// <param name="reason">Why, for the meter.</param>
     /// <param name="warnings">The limiter of this kind of warning.</param>
-    /// <param name="template">The warning: holes for the sender, <paramref name="limit"/> and the suppressed note.</param>
+    /// <param name="warning">The warning's <see cref="EchoServerLog"/> method: the sender, <paramref name="limit"/> and the suppressed note.</param>
     /// <param name="limit">The setting the datagram broke.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, string template, int limit)
+    private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, Action<ILogger, IPEndPoint?, int, string> warning, int limit)
     {
         CountDatagramDropped(reason);
-        if (s_logger.IsWarnEnabled && warnings.TryAcquire(out long suppressed))
+        if (Logger.IsEnabled(LogLevel.Warning) && warnings.TryAcquire(out long suppressed))
         {
-            s_logger.Warn(template, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
+            warning(Logger, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
         }
     }
 
@@ -319,9 +326,9 @@ public sealed partial class UdpEchoServer : EchoServer
             if (exception is null)
             {
                 CountEcho(length);
-                if (s_logger.IsTraceEnabled)
+                if (Logger.IsEnabled(LogLevel.Trace))
                 {
-                    s_logger.Trace("UDP echoed {Bytes} bytes to {RemoteEndPoint}", length, SenderOf(args));
+                    Logger.DatagramEchoed(length, SenderOf(args));
                 }
             }
             else
@@ -330,20 +337,19 @@ public sealed partial class UdpEchoServer : EchoServer
                 switch (exception)
                 {
                     case SocketException socketException:
-                        if (s_logger.IsDebugEnabled)
+                        if (Logger.IsEnabled(LogLevel.Debug))
                         {
-                            s_logger.Debug("UDP reply to {RemoteEndPoint} failed: {SocketError}", SenderOf(args), socketException.SocketErrorCode);
+                            Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
                         }
                         break;
                     case ObjectDisposedException:
                         // The socket was closed at the end of the stop grace period.
                         break;
                     default:
-                        if (s_logger.IsWarnEnabled && _replyWarnings.TryAcquire(out long suppressed))
+                        if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
                         {
-                            s_logger.Warn(
+                            Logger.ReplyFailed(
                                 exception,
-                                "UDP reply to {RemoteEndPoint} failed{Suppressed:l}",
                                 SenderOf(args),
                                 LogRateLimiter.SuppressedNote(suppressed));
                         }

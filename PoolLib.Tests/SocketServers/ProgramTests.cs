@@ -17,8 +17,61 @@ public sealed class ProgramTests
         (int exitCode, string stdout, string stderr) = await RunToEndAsync(["--help"], cancellationToken);
 
         Assert.That(exitCode, Is.Zero);
-        Assert.That(stdout, Does.Contain("Usage: SocketServers").And.Contain("--port"));
+        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers [<servers>] [options]").And.Contain("<tcp|udp|both>"));
+        Assert.That(stdout, Does.Contain("--port <N>").And.Contain("[default: 7007]").And.Contain("--udp-allow-privileged-ports"));
         Assert.That(stderr, Is.Empty);
+    }
+
+    // appsettings.{Environment}.json, beside the program, is read as appsettings.json is; a file of its own keeps
+    // the test from touching the appsettings.json other tests' hosts read.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SettingsFileAndEnvironment_ChooseTheServersAndTheirOptions(CancellationToken cancellationToken)
+    {
+        string environment = $"ProgramTests{Guid.NewGuid():N}";
+        string settingsFile = Path.Combine(AppContext.BaseDirectory, $"appsettings.{environment}.json");
+        await File.WriteAllTextAsync(settingsFile, """{ "SocketServers": { "Servers": "udp", "Udp": { "Port": 1 } } }""", cancellationToken);
+        try
+        {
+            using Process host = StartHost([], new() { ["DOTNET_ENVIRONMENT"] = environment, ["SocketServers__Udp__Port"] = "0" });
+            try
+            {
+                var lines = new List<string>();
+                while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line && line != "Press Ctrl+C to stop.")
+                {
+                    lines.Add(line);
+                }
+
+                Assert.That(lines.Where(line => line.Contains(" echo listening on ", StringComparison.Ordinal)), Has.Exactly(1).StartsWith("udp echo listening on 127.0.0.1:"));
+                Assert.That(lines, Has.None.Contains("udp echo listening on 127.0.0.1:1"), "the environment overrides the file");
+                await SendSigTermAsync(host, cancellationToken);
+                await host.WaitForExitAsync(cancellationToken);
+                Assert.That(host.ExitCode, Is.Zero);
+            }
+            finally
+            {
+                KillIfRunning(host);
+            }
+        }
+        finally
+        {
+            File.Delete(settingsFile);
+        }
+    }
+
+    // Each setting is invalid before anything binds, so a host that took it would listen on 7007 and time out.
+    [TestCase("SocketServers__Tcp__Port", "99999", "'SocketServers:Tcp:Port' = '99999'")]
+    [TestCase("SocketServers__Tcp__MaxConection", "5", "'SocketServers:Tcp:MaxConection' is not a setting")]
+    [TestCase("SocketServers__Servers", "all", "'SocketServers:Servers' expects tcp, udp or both")]
+    [CancelAfter(30_000)]
+    public async Task Main_InvalidSetting_ExitsWithOneLineNamingIt(string variable, string value, string expected, CancellationToken cancellationToken)
+    {
+        (int exitCode, string stdout, string stderr) = await RunToEndAsync([], cancellationToken, new() { [variable] = value });
+
+        Assert.That(exitCode, Is.EqualTo(2));
+        Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+        Assert.That(stderr, Does.StartWith("SocketServers: ").And.Contain(expected));
+        Assert.That(stdout, Is.Empty);
     }
 
     [TestCase("--bogus")]
@@ -234,7 +287,7 @@ public sealed class ProgramTests
         Assert.That(kill.ExitCode, Is.Zero);
     }
 
-    private static Process StartHost(IEnumerable<string> args)
+    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null)
     {
         var startInfo = new ProcessStartInfo("dotnet")
         {
@@ -249,12 +302,18 @@ public sealed class ProgramTests
             startInfo.ArgumentList.Add(arg);
         }
 
+        foreach ((string name, string value) in environment ?? [])
+        {
+            startInfo.Environment[name] = value;
+        }
+
         return Process.Start(startInfo)!;
     }
 
-    private static async Task<(int ExitCode, string Stdout, string Stderr)> RunToEndAsync(string[] args, CancellationToken cancellationToken)
+    private static async Task<(int ExitCode, string Stdout, string Stderr)> RunToEndAsync(
+        string[] args, CancellationToken cancellationToken, Dictionary<string, string>? environment = null)
     {
-        using Process host = StartHost(args);
+        using Process host = StartHost(args, environment);
         try
         {
             Task<string> stdout = host.StandardOutput.ReadToEndAsync(cancellationToken);

@@ -1,5 +1,7 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
 using SocketServers;
 
 namespace PoolLib.Tests.SocketServers;
@@ -14,9 +16,9 @@ public sealed partial class UdpEchoServerTests
     {
         const int Faults = 3;
         const int Datagrams = 10;
-        using var log = new LogCapture();
+        var logger = new FakeLogger();
         int receiveCalls = 0;
-        var server = new UdpEchoServer(Options(options => options.ConcurrentReceives = receives))
+        var server = new UdpEchoServer(Options(options => options.ConcurrentReceives = receives), logger)
         {
             BeforeReceive = () =>
             {
@@ -42,9 +44,10 @@ public sealed partial class UdpEchoServerTests
             Assert.That(server.Counters.Drops, Is.Zero);
         }
 
-        string[] errors = log.Lines.Where(line => line.StartsWith("ERROR", StringComparison.Ordinal)).ToArray();
+        FakeLogRecord[] errors = [.. logger.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error)];
         Assert.That(errors, Has.Length.EqualTo(Faults), "one line per fault, within the limiter's lines");
-        Assert.That(errors, Has.All.Contain("UDP receive loop on").And.Contain("it starts again in 100 ms").And.EndWith(nameof(InvalidOperationException)));
+        Assert.That(errors.Select(record => record.Message), Has.All.Contain("UDP receive loop on").And.Contain("it starts again in 100 ms"));
+        Assert.That(errors.Select(record => record.Exception), Has.All.InstanceOf<InvalidOperationException>());
     }
 
     // With a pause of for ever and a grace period of a day, a stop that waited for the pause, or for a receive that
@@ -93,12 +96,13 @@ public sealed partial class UdpEchoServerTests
     [CancelAfter(20_000)]
     public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedMeteredAndLogged(CancellationToken cancellationToken)
     {
-        using var log = new LogCapture();
+        var logger = new FakeLogger();
         using Socket first = BoundClient();
         using Socket second = BoundClient();
         (Socket low, Socket high) = PortOf(first) < PortOf(second) ? (first, second) : (second, first);
-        await using (var server = await StartAsync(options => options.FirstAnsweredPort = PortOf(high), cancellationToken))
+        await using (var server = new UdpEchoServer(Options(options => options.FirstAnsweredPort = PortOf(high)), logger))
         {
+            await server.StartAsync(cancellationToken);
             using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
             await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
@@ -110,7 +114,7 @@ public sealed partial class UdpEchoServerTests
             AssertOneDropMetered(meter, "privileged_port");
         }
 
-        string[] warnings = log.Lines.Where(line => line.StartsWith("WARN", StringComparison.Ordinal)).ToArray();
+        string[] warnings = [.. logger.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Warning).Select(record => record.Message)];
         Assert.That(warnings, Has.Length.EqualTo(1));
         Assert.That(warnings[0], Does.Contain($"UDP datagram from 127.0.0.1:{PortOf(low)} dropped").And.Contain($"source ports below {PortOf(high)}"));
     }

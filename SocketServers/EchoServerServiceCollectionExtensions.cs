@@ -1,0 +1,108 @@
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+/// <summary>Registers the echo servers with a dependency-injection container, as hosted services of the Generic Host.</summary>
+/// <remarks>
+/// <para>
+/// Each method registers one singleton server, resolvable as <see cref="TcpEchoServer"/> or <see cref="UdpEchoServer"/>
+/// (for its <see cref="EchoServer.LocalEndPoint"/> and <see cref="EchoServer.Counters"/>), and runs it as an
+/// <see cref="Microsoft.Extensions.Hosting.IHostedService"/>: the host starts it with the application and stops it,
+/// within the stop grace period, when the application stops. The server logs through the container's
+/// <see cref="ILoggerFactory"/>, if it has one.
+/// </para>
+/// <para>
+/// Calling a method again for the same protocol configures the same server: the options of every call apply, in
+/// order. The options are read when the server is first resolved; an invalid value then throws
+/// <see cref="OptionsValidationException"/> naming it.
+/// </para>
+/// </remarks>
+public static class EchoServerServiceCollectionExtensions
+{
+    /// <summary>Registers a <see cref="TcpEchoServer"/> with the default options (127.0.0.1, port
+    /// <see cref="EchoServerOptions.DefaultPort"/>), unless another call sets them.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddTcpEchoServer(this IServiceCollection services)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddOptions<TcpEchoServerOptions>();
+        return AddServer(services, (provider, logger) => new TcpEchoServer(provider.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value, logger));
+    }
+
+    /// <summary>Registers a <see cref="TcpEchoServer"/> configured in code.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configure">Sets the server's options.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configure"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddTcpEchoServer(this IServiceCollection services, Action<TcpEchoServerOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(configure);
+        services.AddTcpEchoServer().Configure(configure);
+        return services;
+    }
+
+    /// <summary>Registers a <see cref="TcpEchoServer"/> whose options are bound from configuration.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configuration">The section holding the options, by their property names (<c>Port</c>,
+    /// <c>MaxConnections</c>, <c>IdleTimeout</c> as <c>hh:mm:ss</c>, ...); a key that names no option is an error.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configuration"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddTcpEchoServer(this IServiceCollection services, IConfiguration configuration)
+    {
+        ArgumentNullException.ThrowIfNull(configuration);
+        return services.AddTcpEchoServer(options => EchoServerOptionsBinder.Bind(configuration, options));
+    }
+
+    /// <summary>Registers a <see cref="UdpEchoServer"/> with the default options (127.0.0.1, port
+    /// <see cref="EchoServerOptions.DefaultPort"/>), unless another call sets them.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddUdpEchoServer(this IServiceCollection services)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddOptions<UdpEchoServerOptions>();
+        return AddServer(services, (provider, logger) => new UdpEchoServer(provider.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value, logger));
+    }
+
+    /// <summary>Registers a <see cref="UdpEchoServer"/> configured in code.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configure">Sets the server's options.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configure"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddUdpEchoServer(this IServiceCollection services, Action<UdpEchoServerOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(configure);
+        services.AddUdpEchoServer().Configure(configure);
+        return services;
+    }
+
+    /// <summary>Registers a <see cref="UdpEchoServer"/> whose options are bound from configuration.</summary>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configuration">The section holding the options, by their property names (<c>Port</c>,
+    /// <c>MaxDatagramSize</c>, <c>Processing</c> as <c>ReceiveThreads</c> or <c>ReplyBlock</c>, ...); a key that
+    /// names no option is an error.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configuration"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddUdpEchoServer(this IServiceCollection services, IConfiguration configuration)
+    {
+        ArgumentNullException.ThrowIfNull(configuration);
+        return services.AddUdpEchoServer(options => EchoServerOptionsBinder.Bind(configuration, options));
+    }
+
+    private static IServiceCollection AddServer<TServer>(IServiceCollection services, Func<IServiceProvider, ILogger?, TServer> create)
+        where TServer : EchoServer
+    {
+        // The container owns the server and disposes it (asynchronously) with itself.
+        services.TryAddSingleton(provider => create(provider, provider.GetService<ILoggerFactory>()?.CreateLogger<TServer>()));
+        services.AddHostedService(provider => provider.GetRequiredService<TServer>());
+        return services;
+    }
+}

@@ -1,0 +1,57 @@
+using System.Globalization;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.Options;
+
+namespace SocketServers;
+
+/// <summary>
+/// The console host's configuration: which servers run and how often the metrics are printed, from the
+/// <c>SocketServers</c> section, whose <c>Tcp</c> and <c>Udp</c> sections hold the servers' options.
+/// </summary>
+/// <param name="RunTcp">Whether the TCP echo server runs.</param>
+/// <param name="RunUdp">Whether the UDP echo server runs.</param>
+/// <param name="StatsInterval">How often the metrics are printed; <see langword="null"/> for only on SIGUSR1.</param>
+internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInterval)
+{
+    /// <summary>The section of everything the host reads.</summary>
+    public const string Section = "SocketServers";
+
+    /// <summary><c>tcp</c>, <c>udp</c> or <c>both</c> (the default).</summary>
+    public const string ServersKey = Section + ":Servers";
+
+    /// <summary>Seconds between metric printouts, 0 (the default) to 86,400; 0 prints only on SIGUSR1.</summary>
+    public const string StatsSecondsKey = Section + ":StatsSeconds";
+
+    /// <summary>The TCP server's <see cref="TcpEchoServerOptions"/>, by property name.</summary>
+    public const string TcpSection = Section + ":Tcp";
+
+    /// <summary>The UDP server's <see cref="UdpEchoServerOptions"/>, by property name.</summary>
+    public const string UdpSection = Section + ":Udp";
+
+    /// <summary>The longest <see cref="StatsSecondsKey"/>: a day.</summary>
+    public const int MaxStatsSeconds = 86_400;
+
+    /// <summary>Reads the host's settings.</summary>
+    /// <param name="configuration">The application's configuration.</param>
+    /// <returns>The settings, with defaults for keys that are absent.</returns>
+    /// <exception cref="OptionsValidationException">A value is invalid; the message names the key.</exception>
+    public static HostSettings Read(IConfiguration configuration)
+    {
+        string servers = configuration[ServersKey] ?? "both";
+        if (servers is not ("tcp" or "udp" or "both"))
+        {
+            throw Invalid($"'{ServersKey}' expects tcp, udp or both, not '{servers}'.");
+        }
+
+        int statsSeconds = 0;
+        if (configuration[StatsSecondsKey] is string stats
+            && (!int.TryParse(stats, NumberStyles.None, CultureInfo.InvariantCulture, out statsSeconds) || statsSeconds > MaxStatsSeconds))
+        {
+            throw Invalid($"'{StatsSecondsKey}' expects a whole number from 0 to {MaxStatsSeconds}, not '{stats}'.");
+        }
+
+        return new HostSettings(servers != "udp", servers != "tcp", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds));
+    }
+
+    private static OptionsValidationException Invalid(string message) => new(Options.DefaultName, typeof(HostSettings), [message]);
+}

@@ -1,0 +1,105 @@
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+
+namespace SocketServers.Internal;
+
+/// <summary>Every line the echo servers log, as source-generated <see cref="ILogger"/> methods: each checks its
+/// level first and allocates nothing when the level is off.</summary>
+/// <remarks>Lines a flood could repeat without end end with a <c>Suppressed</c> note from
+/// <see cref="LogRateLimiter.SuppressedNote"/>; their callers ask the limiter first.</remarks>
+internal static partial class EchoServerLog
+{
+    [LoggerMessage(1, LogLevel.Information, "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})")]
+    public static partial void TcpListening(this ILogger logger, IPEndPoint endPoint, int maxConnections, int bufferSize, string idleTimeout);
+
+    [LoggerMessage(2, LogLevel.Information, "TCP echo server on {EndPoint} stopping: letting {Count} connections finish their echoes")]
+    public static partial void TcpStopping(this ILogger logger, IPEndPoint? endPoint, int count);
+
+    [LoggerMessage(3, LogLevel.Information, "TCP echo server on {EndPoint}: stop grace period over, closing {Count} connections")]
+    public static partial void TcpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint, int count);
+
+    [LoggerMessage(4, LogLevel.Information, "TCP echo server on {EndPoint} stopped: {Counters}")]
+    public static partial void TcpStopped(this ILogger logger, IPEndPoint? endPoint, EchoServerCounters counters);
+
+    [LoggerMessage(5, LogLevel.Debug, "TCP accept on {EndPoint}: client left before accept ({SocketError})")]
+    public static partial void AcceptClientLeft(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
+
+    [LoggerMessage(6, LogLevel.Warning, "TCP accept on {EndPoint} failed: {SocketError}{Suppressed}")]
+    public static partial void AcceptFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError, string suppressed);
+
+    [LoggerMessage(7, LogLevel.Error, "TCP accept loop on {EndPoint} failed; no new connections are accepted")]
+    public static partial void AcceptLoopFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
+
+    [LoggerMessage(8, LogLevel.Debug, "TCP accept on {EndPoint} while full failed: {SocketError}")]
+    public static partial void AcceptWhileFullFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
+
+    [LoggerMessage(9, LogLevel.Debug, "TCP client {RemoteEndPoint} rejected: {Reason}")]
+    public static partial void ClientRejected(this ILogger logger, EndPoint? remoteEndPoint, string reason);
+
+    [LoggerMessage(10, LogLevel.Debug, "TCP connection on {EndPoint} closed during set-up")]
+    public static partial void ConnectionSetUpFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
+
+    [LoggerMessage(11, LogLevel.Error, "TCP idle sweep on {EndPoint} failed; idle connections are no longer closed")]
+    public static partial void SweepFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
+
+    [LoggerMessage(12, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} opened")]
+    public static partial void ConnectionOpened(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
+    [LoggerMessage(13, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed{Suppressed}")]
+    public static partial void ConnectionFailed(this ILogger logger, Exception exception, long connectionId, EndPoint? remoteEndPoint, string suppressed);
+
+    [LoggerMessage(14, LogLevel.Trace, "TCP connection {ConnectionId} echoed {Bytes} bytes")]
+    public static partial void ConnectionEchoed(this ILogger logger, long connectionId, int bytes);
+
+    [LoggerMessage(15, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} closed")]
+    public static partial void ConnectionClosed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
+    [LoggerMessage(16, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} closed after the idle timeout")]
+    public static partial void ConnectionIdleClosed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
+    [LoggerMessage(17, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} evicted for a waiting client: below the minimum data rate")]
+    public static partial void ConnectionEvicted(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
+    [LoggerMessage(18, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} closed at the end of the stop grace period")]
+    public static partial void ConnectionAborted(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
+    [LoggerMessage(19, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} lost: {SocketError}")]
+    public static partial void ConnectionLost(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError);
+
+    [LoggerMessage(20, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed}")]
+    public static partial void ConnectionSocketFailed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError, string suppressed);
+
+    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives, {SourcePorts})")]
+    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, string sourcePorts);
+
+    [LoggerMessage(31, LogLevel.Information, "UDP echo server on {EndPoint}: stop grace period over, dropping the replies still waiting")]
+    public static partial void UdpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint);
+
+    [LoggerMessage(32, LogLevel.Information, "UDP echo server on {EndPoint} stopped: {Counters}")]
+    public static partial void UdpStopped(this ILogger logger, IPEndPoint? endPoint, EchoServerCounters counters);
+
+    [LoggerMessage(33, LogLevel.Error, "UDP receive loop on {EndPoint} failed; {Outcome}{Suppressed}")]
+    public static partial void ReceiveLoopFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint, string outcome, string suppressed);
+
+    [LoggerMessage(34, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed}")]
+    public static partial void DatagramTooLarge(this ILogger logger, IPEndPoint? remoteEndPoint, int maxDatagramSize, string suppressed);
+
+    [LoggerMessage(35, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed}")]
+    public static partial void DatagramFromPrivilegedPort(this ILogger logger, IPEndPoint? remoteEndPoint, int firstAnsweredPort, string suppressed);
+
+    [LoggerMessage(36, LogLevel.Debug, "UDP receive on {EndPoint}: {SocketError} from an earlier reply, receiving on")]
+    public static partial void ReceiveReportedEarlierReply(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
+
+    [LoggerMessage(37, LogLevel.Warning, "UDP receive on {EndPoint} failed: {SocketError}{Suppressed}")]
+    public static partial void ReceiveFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError, string suppressed);
+
+    [LoggerMessage(38, LogLevel.Trace, "UDP echoed {Bytes} bytes to {RemoteEndPoint}")]
+    public static partial void DatagramEchoed(this ILogger logger, int bytes, IPEndPoint? remoteEndPoint);
+
+    [LoggerMessage(39, LogLevel.Debug, "UDP reply to {RemoteEndPoint} failed: {SocketError}")]
+    public static partial void ReplySocketFailed(this ILogger logger, IPEndPoint? remoteEndPoint, SocketError socketError);
+
+    [LoggerMessage(40, LogLevel.Warning, "UDP reply to {RemoteEndPoint} failed{Suppressed}")]
+    public static partial void ReplyFailed(this ILogger logger, Exception exception, IPEndPoint? remoteEndPoint, string suppressed);
+}
