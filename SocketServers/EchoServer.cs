@@ -143,7 +143,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             ObjectDisposedException.ThrowIf(_disposed, this);
             if (_state != State.Created)
             {
-                throw new InvalidOperationException($"The {ProtocolName} echo server has already been started; a server starts once.");
+                throw new InvalidOperationException($"The {ProtocolName} echo server has already been started or stopped; a server starts once.");
             }
 
             _localEndPoint = StartCore();

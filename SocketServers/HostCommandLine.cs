@@ -91,7 +91,7 @@ internal sealed class HostCommandLine
                     return seconds;
                 }
 
-                result.AddError($"'--idle-timeout' expects seconds from 0 to {MaxIdleTimeoutSeconds} (0 = never), not '{value}'.");
+                result.AddError($"'--idle-timeout' expects 0 (never) or seconds from 0.001 to {MaxIdleTimeoutSeconds}, not '{value}'.");
                 return 0;
             },
         };

@@ -1,6 +1,7 @@
 using System.Globalization;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.Options;
+using SocketServers.Internal;
 
 namespace SocketServers;
 
@@ -31,13 +32,28 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
     /// <summary>The longest <see cref="StatsSecondsKey"/>: a day.</summary>
     public const int MaxStatsSeconds = 86_400;
 
-    /// <summary>Reads the host's settings.</summary>
+    // Every key the section may hold.
+    private static readonly HashSet<string> s_keys = new([ServersKey, StatsSecondsKey, TcpSection, UdpSection], StringComparer.OrdinalIgnoreCase);
+
+    /// <summary>Reads the host's settings, and checks every key of the section, those of a server that will not
+    /// run included, so that a typo never passes unnoticed.</summary>
     /// <param name="configuration">The application's configuration.</param>
     /// <returns>The settings, with defaults for keys that are absent.</returns>
-    /// <exception cref="OptionsValidationException">A value is invalid; the message names the key.</exception>
+    /// <exception cref="OptionsValidationException">A key names no setting, or a value is invalid; the message names the key.</exception>
     public static HostSettings Read(IConfiguration configuration)
     {
-        string servers = configuration[ServersKey] ?? "both";
+        foreach (IConfigurationSection child in configuration.GetSection(Section).GetChildren())
+        {
+            if (!s_keys.Contains(child.Path))
+            {
+                throw Invalid($"'{child.Path}' is not a setting; the section holds {string.Join(", ", s_keys.Select(key => key[(Section.Length + 1)..]))}.");
+            }
+        }
+
+        EchoServerOptionsBinder.Bind(configuration.GetSection(TcpSection), new TcpEchoServerOptions());
+        EchoServerOptionsBinder.Bind(configuration.GetSection(UdpSection), new UdpEchoServerOptions());
+
+        string servers = configuration[ServersKey]?.ToLowerInvariant() ?? "both";
         if (servers is not ("tcp" or "udp" or "both"))
         {
             throw Invalid($"'{ServersKey}' expects tcp, udp or both, not '{servers}'.");

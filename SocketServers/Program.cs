@@ -61,27 +61,33 @@ internal static class Program
 
     private static async Task<int> RunAsync(IEnumerable<KeyValuePair<string, string?>> commandLineSettings)
     {
-        HostApplicationBuilder builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings
+        HostApplicationBuilder builder;
+        HostSettings settings;
+        try
         {
-            // appsettings.json is read from beside the program, wherever it is started from.
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Configuration.AddInMemoryCollection(commandLineSettings);
+            // The servers read their options once, so a watcher on appsettings.json would change nothing.
+            var initial = new ConfigurationManager();
+            initial["hostBuilder:reloadConfigOnChange"] = "false";
+            builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings
+            {
+                // appsettings.json is read from beside the program, wherever it is started from.
+                ContentRootPath = AppContext.BaseDirectory,
+                Configuration = initial,
+            });
+            builder.Configuration.AddInMemoryCollection(commandLineSettings);
+            settings = HostSettings.Read(builder.Configuration);
+        }
+        catch (Exception ex) when (ex is OptionsValidationException or InvalidDataException)
+        {
+            // A setting that is invalid, or a settings file that is not JSON.
+            await Console.Error.WriteLineAsync($"SocketServers: {OneLine(ex)}").ConfigureAwait(false);
+            return ExitUsage;
+        }
+
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(Microsoft.Extensions.Logging.LogLevel.Trace); // NLog.config decides
         builder.Logging.AddNLog();
         builder.Services.Configure<ConsoleLifetimeOptions>(options => options.SuppressStatusMessages = true);
-
-        HostSettings settings;
-        try
-        {
-            settings = HostSettings.Read(builder.Configuration);
-        }
-        catch (OptionsValidationException ex)
-        {
-            await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
-            return ExitUsage;
-        }
 
         if (settings.RunTcp)
         {
@@ -116,22 +122,12 @@ internal static class Program
             servers = [.. host.Services.GetServices<IHostedService>().OfType<EchoServer>()];
             await host.StartAsync().ConfigureAwait(false);
         }
-        catch (OptionsValidationException ex)
-        {
-            await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
-            return ExitUsage;
-        }
-        catch (Exception ex) when (ex is IOException or PlatformNotSupportedException)
-        {
-            // Bind failures (port in use, address not local, reuse-port where there is none): one clear line, no stack trace.
-            await Console.Error.WriteLineAsync($"SocketServers: {ex.Message}").ConfigureAwait(false);
-            return ExitFailed;
-        }
         catch (Exception ex)
         {
-            host.Services.GetRequiredService<ILoggerFactory>().CreateLogger(typeof(Program)).LogError(ex, "The host failed to start");
-            await Console.Error.WriteLineAsync($"SocketServers: {ex.GetType().Name}: {ex.Message}").ConfigureAwait(false);
-            return ExitFailed;
+            // Hosted services started concurrently (servicesStartConcurrently) fail together.
+            Exception failure = ex is AggregateException { InnerExceptions: [Exception first, ..] } ? first : ex;
+            await Console.Error.WriteLineAsync($"SocketServers: {OneLine(failure)}").ConfigureAwait(false);
+            return failure is OptionsValidationException ? ExitUsage : ExitFailed;
         }
 
         foreach (EchoServer server in servers)
@@ -149,10 +145,23 @@ internal static class Program
         {
             EchoServerCounters c = server.Counters;
             Console.WriteLine(server is TcpEchoServer
-                ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections"
+                ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted"
                 : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
         }
 
         return ExitOk;
+    }
+
+    /// <summary>The failure as one line: the message alone for what the host expects to go wrong (bad settings,
+    /// binding), with the type for anything else.</summary>
+    private static string OneLine(Exception exception)
+    {
+        string message = exception switch
+        {
+            OptionsValidationException or IOException or PlatformNotSupportedException => exception.Message,
+            InvalidDataException { InnerException: { } cause } => $"{exception.Message} {cause.Message}", // the parser's reason
+            _ => $"{exception.GetType().Name}: {exception.Message}",
+        };
+        return string.Join(' ', message.Split(['\r', '\n'], StringSplitOptions.RemoveEmptyEntries));
     }
 }

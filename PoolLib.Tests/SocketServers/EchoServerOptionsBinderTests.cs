@@ -46,6 +46,19 @@ public sealed class EchoServerOptionsBinderTests
         Assert.That(exception.Message, Does.Not.Contain('\n'));
     }
 
+    [Test]
+    public void Bind_ValueWhereTheSectionBelongs_ThrowsNamingIt()
+    {
+        IConfigurationSection section = new ConfigurationBuilder()
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Echo:Tcp"] = "5" })
+            .Build()
+            .GetSection("Echo:Tcp");
+
+        var exception = Assert.Throws<OptionsValidationException>(() => EchoServerOptionsBinder.Bind(section, new TcpEchoServerOptions()));
+
+        Assert.That(exception!.Message, Does.Contain("'Echo:Tcp' holds the value '5'"));
+    }
+
     private static IConfigurationSection Section(params (string Key, string Value)[] values) =>
         new ConfigurationBuilder()
             .AddInMemoryCollection(values.Select(pair => KeyValuePair.Create("Echo:Tcp:" + pair.Key, (string?)pair.Value)))

@@ -59,10 +59,34 @@ public sealed class ProgramTests
         }
     }
 
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SettingsFileNotJson_ExitsWithOneLine(CancellationToken cancellationToken)
+    {
+        string environment = $"ProgramTests{Guid.NewGuid():N}";
+        string settingsFile = Path.Combine(AppContext.BaseDirectory, $"appsettings.{environment}.json");
+        await File.WriteAllTextAsync(settingsFile, """{ "SocketServers": { "Tcp": {""", cancellationToken);
+        try
+        {
+            (int exitCode, string stdout, string stderr) = await RunToEndAsync([], cancellationToken, new() { ["DOTNET_ENVIRONMENT"] = environment });
+
+            Assert.That(exitCode, Is.EqualTo(2));
+            Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+            Assert.That(stderr, Does.StartWith("SocketServers: Failed to load configuration from file").And.Contain(settingsFile));
+            Assert.That(stdout, Is.Empty);
+        }
+        finally
+        {
+            File.Delete(settingsFile);
+        }
+    }
+
     // Each setting is invalid before anything binds, so a host that took it would listen on 7007 and time out.
     [TestCase("SocketServers__Tcp__Port", "99999", "'SocketServers:Tcp:Port' = '99999'")]
     [TestCase("SocketServers__Tcp__MaxConection", "5", "'SocketServers:Tcp:MaxConection' is not a setting")]
     [TestCase("SocketServers__Servers", "all", "'SocketServers:Servers' expects tcp, udp or both")]
+    [TestCase("SocketServers__Servrs", "tcp", "'SocketServers:Servrs' is not a setting")]
+    [TestCase("SocketServers__Udp__Prot", "1", "'SocketServers:Udp:Prot' is not a setting")]
     [CancelAfter(30_000)]
     public async Task Main_InvalidSetting_ExitsWithOneLineNamingIt(string variable, string value, string expected, CancellationToken cancellationToken)
     {

@@ -18,6 +18,11 @@ internal static class EchoServerOptionsBinder
         where TOptions : EchoServerOptions
     {
         string path = section is IConfigurationSection { Path: var sectionPath } ? sectionPath : string.Empty;
+        if (section is IConfigurationSection { Value: string scalar })
+        {
+            throw Invalid<TOptions>($"'{path}' holds the value '{scalar}'; it should be a section of {typeof(TOptions).Name} settings.");
+        }
+
         // A key that names no option is most likely a typo, which would otherwise leave a default in force silently.
         PropertyInfo[] settable = [.. typeof(TOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance).Where(property => property.SetMethod is { IsPublic: true })];
         foreach (IConfigurationSection child in section.GetChildren())
@@ -54,7 +59,8 @@ internal static class EchoServerOptionsBinder
         }
         catch (InvalidOperationException ex)
         {
-            throw Invalid<TOptions>(ex.Message);
+            // The binder's own messages name the key, except for a section where a value belongs.
+            throw Invalid<TOptions>(ex.Message.Contains(path, StringComparison.Ordinal) ? ex.Message : $"'{path}': {ex.Message}");
         }
     }
 
