@@ -1,4 +1,6 @@
 using System.Diagnostics;
+using BenchmarkDotNet.Reports;
+using BenchmarkDotNet.Validators;
 using NLog;
 using PoolBench;
 
@@ -31,14 +33,45 @@ Console.WriteLine();
 Console.WriteLine(machine.ToMarkdown());
 
 var report = new BenchReport();
+var microbenchmarks = new List<Type>();
 if (options.Runs("article"))
 {
-    new ArticleScenario(options).Run(report);
+    microbenchmarks.Add(ArticleScenario.Benchmarks);
 }
 
 if (options.Runs("pools"))
 {
-    new PoolsScenario(options).Run(report);
+    microbenchmarks.AddRange(PoolsScenario.Benchmarks);
+}
+
+if (microbenchmarks.Count > 0)
+{
+    IReadOnlyList<Summary> summaries = MicrobenchmarkRun.Run(options, microbenchmarks);
+    Summary? SummaryOf(Type benchmarks)
+    {
+        Summary? summary = summaries.FirstOrDefault(s => s.BenchmarksCases.Any(c => c.Descriptor.Type == benchmarks));
+        if (summary is null)
+        {
+            report.Fail($"BenchmarkDotNet ran no case of {benchmarks.Name}");
+        }
+
+        return summary;
+    }
+
+    foreach (ValidationError error in summaries.SelectMany(s => s.ValidationErrors).Where(e => e.IsCritical))
+    {
+        report.Fail($"BenchmarkDotNet: {error.Message}");
+    }
+
+    if (options.Runs("article") && SummaryOf(typeof(ArticleBenchmarks)) is Summary article)
+    {
+        new ArticleScenario(options).Report(article, report);
+    }
+
+    if (options.Runs("pools") && SummaryOf(typeof(PoolsBenchmarks)) is Summary comparison && SummaryOf(typeof(PoolOptionsCostBenchmarks)) is Summary optionsCost)
+    {
+        new PoolsScenario(options).Report(comparison, optionsCost, report);
+    }
 }
 
 if (options.Runs("echo"))
@@ -46,6 +79,7 @@ if (options.Runs("echo"))
     await new EchoScenario(options).RunAsync(report);
 }
 
+ResultPlots.Write(options.PlotsPath, report.Results, options.QuickLabel);
 if (options.JsonPath is not null)
 {
     JsonReport.Write(options.JsonPath, new ReportDocument(options.Scenario, machine, report.Results, report.Failures));
