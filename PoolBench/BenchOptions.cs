@@ -117,9 +117,10 @@ internal sealed class BenchOptions
         {
             Scenario = scenario,
             Quick = quick,
-            JsonPath = json,
-            PlotsFolder = plots,
-            ArtifactsFolder = artifacts,
+            // Full paths: the benchmark run may change the current directory.
+            JsonPath = json is null ? null : Path.GetFullPath(json),
+            PlotsFolder = plots is null ? null : Path.GetFullPath(plots),
+            ArtifactsFolder = artifacts is null ? null : Path.GetFullPath(artifacts),
             Target = target,
             Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],

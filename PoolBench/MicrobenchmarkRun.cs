@@ -6,6 +6,7 @@ using BenchmarkDotNet.Jobs;
 using BenchmarkDotNet.Reports;
 using BenchmarkDotNet.Running;
 using BenchmarkDotNet.Toolchains.InProcess.Emit;
+using NLog;
 using Perfolizer.Horology;
 
 namespace PoolBench;
@@ -13,11 +14,19 @@ namespace PoolBench;
 /// <summary>
 /// Runs the micro scenarios' benchmark classes with BenchmarkDotNet, all in one run so that the
 /// full run builds its benchmark project once. The full job runs each case in a process of its
-/// own; the quick one runs every case once or twice in this process, to check every code path in
-/// seconds, not to measure.
+/// own; the quick one runs every case once in this process, to check every code path in seconds,
+/// not to measure.
 /// </summary>
+/// <remarks>
+/// For a process per case, BenchmarkDotNet generates a project that references PoolBench.csproj,
+/// next to the solution it finds above the current directory. The run therefore starts in the
+/// folder of Pools.sln above this program's binaries, wherever PoolBench was started from; without
+/// the source tree (a copied binary) the full job runs in this process instead.
+/// </remarks>
 internal static class MicrobenchmarkRun
 {
+    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
+
     public static IReadOnlyList<Summary> Run(BenchOptions options, IReadOnlyList<Type> benchmarks)
     {
         string artifacts = Path.GetFullPath(options.ArtifactsPath);
@@ -28,8 +37,15 @@ internal static class MicrobenchmarkRun
         // Benchmark processes inherit it: it tells them where to record their barrier counts.
         Environment.SetEnvironmentVariable(MeasuredBarrierCount.LogVariable, barrierLog);
 
+        string? solutionFolder = SolutionFolder();
+        Job job = options.Quick ? QuickJob : solutionFolder is null ? FullJob.WithToolchain(InProcessEmitToolchain.DontLogOutput) : FullJob;
+        if (!options.Quick && solutionFolder is null)
+        {
+            s_log.Warn("Pools.sln not found above {0}: every benchmark case runs in this process", AppContext.BaseDirectory);
+        }
+
         IConfig config = ManualConfig.CreateEmpty()
-            .AddJob(options.Quick ? QuickJob : FullJob)
+            .AddJob(job)
             .AddColumnProvider(DefaultConfig.Instance.GetColumnProviders().ToArray())
             .AddDiagnoser(new ProcessWideBarrierDiagnoser(barrierLog))
             .AddExporter(MarkdownExporter.GitHub, CsvExporter.Default)
@@ -37,7 +53,29 @@ internal static class MicrobenchmarkRun
             .AddValidator(DefaultConfig.Instance.GetValidators().ToArray())
             .AddLogger(new BenchmarkProgressLog())
             .WithArtifactsPath(artifacts);
-        return BenchmarkRunner.Run([.. benchmarks], config);
+        string startedIn = Directory.GetCurrentDirectory();
+        try
+        {
+            Directory.SetCurrentDirectory(solutionFolder ?? startedIn);
+            return BenchmarkRunner.Run([.. benchmarks], config);
+        }
+        finally
+        {
+            Directory.SetCurrentDirectory(startedIn);
+        }
+    }
+
+    private static string? SolutionFolder()
+    {
+        for (DirectoryInfo? folder = new(AppContext.BaseDirectory); folder is not null; folder = folder.Parent)
+        {
+            if (File.Exists(Path.Combine(folder.FullName, "Pools.sln")))
+            {
+                return folder.FullName;
+            }
+        }
+
+        return null;
     }
 
     /// <summary>
