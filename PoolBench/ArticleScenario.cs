@@ -42,7 +42,7 @@ internal sealed class ArticleScenario(BenchOptions options)
             ArticleResult?[] row = s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode)).ToArray();
             table.Row([
                 CellText.Count(requests),
-                .. row.Select(r => r is null ? "FAILED" : $"{CellText.Seconds(r.Seconds)} ({CellText.Spread(r.SecondsMin, r.SecondsMax, CellText.Seconds)})"),
+                .. row.Select(r => r is null ? "—" : $"{CellText.Seconds(r.Seconds)} ({CellText.Spread(r.SecondsMin, r.SecondsMax, CellText.Seconds)})"),
                 CellText.Ratio(row[0]?.Seconds / row[1]?.Seconds),
                 CellText.Ratio(row[2]?.Seconds / row[3]?.Seconds),
             ]);
@@ -58,7 +58,7 @@ internal sealed class ArticleScenario(BenchOptions options)
         {
             table.Row([
                 CellText.Count(requests),
-                .. s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode) is { } r ? CellText.Number(r.BytesPerRequest) : "FAILED"),
+                .. s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode) is { } r ? CellText.Number(r.BytesPerRequest) : "—"),
             ]);
         }
 

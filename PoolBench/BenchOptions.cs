@@ -14,6 +14,9 @@ internal sealed class BenchOptions
           --artifacts DIR         where BenchmarkDotNet writes its logs and reports (default:
                                   BenchmarkDotNet.Artifacts beside the --json file, or in the temp folder's
                                   PoolBench folder)
+          --filter GLOB           article and pools: run only the benchmark cases whose full name matches
+                                  (BenchmarkDotNet's glob filter, e.g. '*PoolsBenchmarks.Ours(Pattern: Short*');
+                                  may be given more than once
           echo only:
           --target [NAME=]HOST:PORT[,..]
                                   load echo servers that are already running (TCP and UDP on that port),
@@ -38,6 +41,7 @@ internal sealed class BenchOptions
     public string? JsonPath { get; init; }
     public string? PlotsFolder { get; init; }
     public string? ArtifactsFolder { get; init; }
+    public IReadOnlyList<string> Filters { get; init; } = [];
     public string? Target { get; init; }
     public IReadOnlyList<string> Servers { get; init; } = [];
     public IReadOnlyList<string> Protocols { get; init; } = ["tcp", "udp"];
@@ -75,6 +79,7 @@ internal sealed class BenchOptions
         string scenario = args[0];
         bool quick = false;
         string? json = null, target = null, plots = null, artifacts = null;
+        var filters = new List<string>();
         IReadOnlyList<string>? servers = null;
         string? protocol = null;
         IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
@@ -100,6 +105,7 @@ internal sealed class BenchOptions
                 case "--json": json = value; break;
                 case "--plots": plots = value; break;
                 case "--artifacts": artifacts = value; break;
+                case "--filter": filters.Add(value); break;
                 case "--target": target = value; break;
                 case "--server": servers = ServerList(name, value); break;
                 case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
@@ -121,6 +127,7 @@ internal sealed class BenchOptions
             JsonPath = json is null ? null : Path.GetFullPath(json),
             PlotsFolder = plots is null ? null : Path.GetFullPath(plots),
             ArtifactsFolder = artifacts is null ? null : Path.GetFullPath(artifacts),
+            Filters = filters,
             Target = target,
             Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],

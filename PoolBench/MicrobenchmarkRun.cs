@@ -2,6 +2,7 @@ using BenchmarkDotNet.Configs;
 using BenchmarkDotNet.Engines;
 using BenchmarkDotNet.Exporters;
 using BenchmarkDotNet.Exporters.Csv;
+using BenchmarkDotNet.Filters;
 using BenchmarkDotNet.Jobs;
 using BenchmarkDotNet.Reports;
 using BenchmarkDotNet.Running;
@@ -44,7 +45,7 @@ internal static class MicrobenchmarkRun
             s_log.Warn("Pools.sln not found above {0}: every benchmark case runs in this process", AppContext.BaseDirectory);
         }
 
-        IConfig config = ManualConfig.CreateEmpty()
+        ManualConfig config = ManualConfig.CreateEmpty()
             .AddJob(job)
             .AddColumnProvider(DefaultConfig.Instance.GetColumnProviders().ToArray())
             .AddDiagnoser(new ProcessWideBarrierDiagnoser(barrierLog))
@@ -53,6 +54,11 @@ internal static class MicrobenchmarkRun
             .AddValidator(DefaultConfig.Instance.GetValidators().ToArray())
             .AddLogger(new BenchmarkProgressLog())
             .WithArtifactsPath(artifacts);
+        if (options.Filters.Count > 0)
+        {
+            config = config.AddFilter(new GlobFilter([.. options.Filters]));
+        }
+
         string startedIn = Directory.GetCurrentDirectory();
         try
         {

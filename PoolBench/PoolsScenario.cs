@@ -21,29 +21,45 @@ internal sealed class PoolsScenario(BenchOptions options)
     /// <summary>The implementations in the order of the tables and plots.</summary>
     public static IReadOnlyList<string> Impls => s_impls;
 
-    public void Report(Summary comparison, Summary optionsCost, BenchReport report)
+    /// <summary>
+    /// Prints the tables of the summaries that ran (a filter can leave either out, or some cases) and
+    /// adds their results to the report; a cell without a result shows "—", its failure already reported.
+    /// </summary>
+    public void Report(Summary? comparison, Summary? optionsCost, BenchReport report)
     {
-        List<PoolsResult> results = Comparison(comparison, report);
+        List<PoolsResult> results = comparison is null ? [] : Comparison(comparison, report);
         int iterations = results.Select(r => r.Iterations).DefaultIfEmpty().Max();
-        foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>())
+        if (results.Count > 0)
         {
-            TimeTable(results, Name(pattern)).Print(
-                $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max and barriers/1k pairs over all {iterations}; " +
-                $"each peer with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+            foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>().Where(p => results.Any(r => r.Pattern == Name(p))))
+            {
+                TimeTable(results, Name(pattern)).Print(
+                    $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max and barriers/1k pairs over all {iterations}; " +
+                    $"each peer with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+            }
+
+            BytesTable(results).Print($"pools: allocated bytes per pair, the largest of each implementation's cells{options.QuickLabel}");
         }
 
-        BytesTable(results).Print($"pools: allocated bytes per pair, the largest of each implementation's cells{options.QuickLabel}");
-        OptionsCost(optionsCost, report).Print(
-            $"pools: what the options cost, short rental, capacity {PoolOptionsCostBenchmarks.Capacity}, 1 worker (median of {iterations}; " +
-            $"vs DefaultObjectPool = its ns / DefaultObjectPool's, below 1 means faster){options.QuickLabel}");
-        PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, 25), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, 25);
-        Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
-        Console.WriteLine();
-        Console.WriteLine(
-            $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
-            $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
-            $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
-        Console.WriteLine();
+        if (optionsCost is not null)
+        {
+            (MarkdownTable table, int optionsIterations) = OptionsCost(optionsCost, report);
+            table.Print(
+                $"pools: what the options cost, short rental, capacity {PoolOptionsCostBenchmarks.Capacity}, 1 worker (median of {optionsIterations}; " +
+                $"vs DefaultObjectPool = its ns / DefaultObjectPool's, below 1 means faster){options.QuickLabel}");
+        }
+
+        if (results.Count > 0)
+        {
+            PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, 25), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, 25);
+            Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
+            Console.WriteLine();
+            Console.WriteLine(
+                $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
+                $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
+                $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
+            Console.WriteLine();
+        }
     }
 
     internal static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
@@ -86,12 +102,12 @@ internal sealed class PoolsScenario(BenchOptions options)
                 CellText.Count(cell.Key.Capacity),
                 CellText.Count(cell.Key.Workers),
                 CellText.Count(cell.Key.HeldPerWorker),
-                ours is null ? "FAILED" : CellText.Number(ours.NsPerOp),
+                ours is null ? "—" : CellText.Number(ours.NsPerOp),
                 ours is null ? "" : CellText.Spread(ours.NsPerOpMin, ours.NsPerOpMax, v => CellText.Number(v)),
                 CellText.Rate(ours?.BarriersPer1kPairs),
                 .. s_impls.Skip(1).Select(impl => cell.FirstOrDefault(r => r.Impl == impl) is { } peer
                     ? $"{CellText.Number(peer.NsPerOp)} ({CellText.Ratio(peer.RatioVsOurs)})"
-                    : "FAILED"),
+                    : "—"),
             ]);
         }
 
@@ -115,7 +131,7 @@ internal sealed class PoolsScenario(BenchOptions options)
     }
 
     /// <summary>The options-cost rows, each against <c>DefaultObjectPool</c> measured in the same run.</summary>
-    private static MarkdownTable OptionsCost(Summary summary, BenchReport report)
+    private static (MarkdownTable Table, int Iterations) OptionsCost(Summary summary, BenchReport report)
     {
         List<MeasuredCase> measured = MeasuredCase.From(summary, report, "pools");
         var table = new MarkdownTable("impl", "ns/pair", "min–max", "B/pair", "vs DefaultObjectPool");
@@ -134,7 +150,7 @@ internal sealed class PoolsScenario(BenchOptions options)
                 CellText.Ratio(result.RatioVsOurs));
         }
 
-        return table;
+        return (table, measured.Select(c => c.Iterations).DefaultIfEmpty().Max());
     }
 
     /// <summary>How many objects the workers of a cell want at once, against the capacity.</summary>

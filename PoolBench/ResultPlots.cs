@@ -12,7 +12,7 @@ namespace PoolBench;
 /// </summary>
 internal static class ResultPlots
 {
-    private const int Width = 800;
+    private const int Width = 900;
     private const int Height = 500;
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
 
@@ -79,7 +79,7 @@ internal static class ResultPlots
         plot.Title(title);
         plot.XLabel("workers");
         plot.YLabel("ns per take+return pair (median)");
-        plot.ShowLegend(Alignment.UpperLeft);
+        plot.ShowLegend(Edge.Right);
         return plot;
     }
 
