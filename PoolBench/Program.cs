@@ -80,12 +80,13 @@ if (options.Runs("echo"))
     await new EchoScenario(options).RunAsync(report);
 }
 
-ResultPlots.Write(options.PlotsPath, report.Results, options.QuickLabel);
 if (options.JsonPath is not null)
 {
     JsonReport.Write(options.JsonPath, new ReportDocument(options.Scenario, machine, report.Results, report.Failures));
     log.Info("results written to {0}", options.JsonPath);
 }
+
+ResultPlots.Write(options.PlotsPath, report.Results, options.QuickLabel);
 
 log.Info("{0} finished in {1:0.0} s with {2} failure(s)", options.Scenario, Stopwatch.GetElapsedTime(started).TotalSeconds, report.Failures.Count);
 LogManager.Shutdown();
