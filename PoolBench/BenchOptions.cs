@@ -9,6 +9,14 @@ internal sealed class BenchOptions
         usage: PoolBench <article|pools|echo|all> [options]
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
+          --plots DIR             where to write the PNG plots (default: plots beside the --json file, or in
+                                  the temp folder's PoolBench folder)
+          --artifacts DIR         where BenchmarkDotNet writes its logs and reports (default:
+                                  BenchmarkDotNet.Artifacts beside the --json file, or in the temp folder's
+                                  PoolBench folder)
+          --filter GLOB           article and pools: run only the benchmark cases whose full name matches
+                                  (BenchmarkDotNet's glob filter, e.g. '*PoolsBenchmarks.Ours(Pattern: Short*');
+                                  may be given more than once
           echo only:
           --target [NAME=]HOST:PORT[,..]
                                   load echo servers that are already running (TCP and UDP on that port),
@@ -31,6 +39,9 @@ internal sealed class BenchOptions
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
     public string? JsonPath { get; init; }
+    public string? PlotsFolder { get; init; }
+    public string? ArtifactsFolder { get; init; }
+    public IReadOnlyList<string> Filters { get; init; } = [];
     public string? Target { get; init; }
     public IReadOnlyList<string> Servers { get; init; } = [];
     public IReadOnlyList<string> Protocols { get; init; } = ["tcp", "udp"];
@@ -46,6 +57,17 @@ internal sealed class BenchOptions
 
     public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
 
+    /// <summary>Where the PNG plots go: <c>--plots</c>, or beside the JSON document, or in the temp folder.</summary>
+    public string PlotsPath => PlotsFolder ?? Path.Combine(OutputFolder, "plots");
+
+    /// <summary>Where BenchmarkDotNet's artifacts go: <c>--artifacts</c>, or beside the JSON document, or in the temp folder.</summary>
+    public string ArtifactsPath => ArtifactsFolder ?? Path.Combine(OutputFolder, "BenchmarkDotNet.Artifacts");
+
+    private string OutputFolder =>
+        JsonPath is not null
+            ? Path.GetDirectoryName(Path.GetFullPath(JsonPath))!
+            : Path.Combine(Path.GetTempPath(), "PoolBench");
+
     /// <summary>Parses the arguments; throws <see cref="ArgumentException"/> with a one-line reason.</summary>
     public static BenchOptions Parse(IReadOnlyList<string> args)
     {
@@ -56,7 +78,8 @@ internal sealed class BenchOptions
 
         string scenario = args[0];
         bool quick = false;
-        string? json = null, target = null;
+        string? json = null, target = null, plots = null, artifacts = null;
+        var filters = new List<string>();
         IReadOnlyList<string>? servers = null;
         string? protocol = null;
         IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
@@ -80,6 +103,9 @@ internal sealed class BenchOptions
             switch (name)
             {
                 case "--json": json = value; break;
+                case "--plots": plots = value; break;
+                case "--artifacts": artifacts = value; break;
+                case "--filter": filters.Add(value); break;
                 case "--target": target = value; break;
                 case "--server": servers = ServerList(name, value); break;
                 case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
@@ -97,7 +123,11 @@ internal sealed class BenchOptions
         {
             Scenario = scenario,
             Quick = quick,
-            JsonPath = json,
+            // Full paths: the benchmark run may change the current directory.
+            JsonPath = json is null ? null : Path.GetFullPath(json),
+            PlotsFolder = plots is null ? null : Path.GetFullPath(plots),
+            ArtifactsFolder = artifacts is null ? null : Path.GetFullPath(artifacts),
+            Filters = filters,
             Target = target,
             Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],

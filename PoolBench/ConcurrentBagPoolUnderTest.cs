@@ -8,6 +8,8 @@ namespace PoolBench;
 /// </summary>
 internal readonly struct ConcurrentBagPoolUnderTest : IPoolUnderTest
 {
+    public const string Name = "ConcurrentBag";
+
     private readonly ConcurrentBag<BenchItem> _items = [];
     private readonly CapacityCount _count;
 
@@ -20,7 +22,7 @@ internal readonly struct ConcurrentBagPoolUnderTest : IPoolUnderTest
         }
     }
 
-    public string Impl => "ConcurrentBag";
+    public string Impl => Name;
 
     public BenchItem Take()
     {

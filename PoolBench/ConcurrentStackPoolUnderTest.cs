@@ -9,6 +9,8 @@ namespace PoolBench;
 /// </summary>
 internal readonly struct ConcurrentStackPoolUnderTest : IPoolUnderTest
 {
+    public const string Name = "ConcurrentStack";
+
     private readonly ConcurrentStack<BenchItem> _items = new();
     private readonly CapacityCount _count;
 
@@ -21,7 +23,7 @@ internal readonly struct ConcurrentStackPoolUnderTest : IPoolUnderTest
         }
     }
 
-    public string Impl => "ConcurrentStack";
+    public string Impl => Name;
 
     public BenchItem Take()
     {

@@ -8,6 +8,8 @@ namespace PoolBench;
 /// </summary>
 internal readonly struct DefaultObjectPoolUnderTest : IPoolUnderTest
 {
+    public const string Name = "DefaultObjectPool";
+
     private readonly DefaultObjectPool<BenchItem> _pool;
 
     public DefaultObjectPoolUnderTest(int capacity)
@@ -22,7 +24,7 @@ internal readonly struct DefaultObjectPoolUnderTest : IPoolUnderTest
         _pool = pool;
     }
 
-    public string Impl => "DefaultObjectPool";
+    public string Impl => Name;
 
     public BenchItem Take() => _pool.Get();
 

@@ -311,7 +311,7 @@ internal sealed class EchoScenario(BenchOptions options)
         }
 
         double[] rates = rounds.Select(round => round.MsgsPerSec).Order().ToArray();
-        double rate = Sample.Median(rates);
+        double rate = Median(rates);
         double? perMessage(long bytes) => messages > 0 ? (double)bytes / messages : null;
         return new EchoResult(
             server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, elapsed.TotalSeconds, messages,
@@ -322,4 +322,8 @@ internal sealed class EchoScenario(BenchOptions options)
             server.InProcess ? perMessage(clientAllocated) : perMessage(allocated),
             null);
     }
+
+    /// <summary>The median of values sorted in ascending order.</summary>
+    private static double Median(double[] sorted) =>
+        sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[sorted.Length / 2 - 1] + sorted[sorted.Length / 2]) / 2;
 }

@@ -3,7 +3,9 @@ namespace PoolBench;
 /// <summary>No pool at all: every take is <c>new</c>, every return leaves the object to the GC.</summary>
 internal readonly struct NoPoolUnderTest : IPoolUnderTest
 {
-    public string Impl => "new";
+    public const string Name = "new";
+
+    public string Impl => Name;
 
     public BenchItem Take() => new();
 

@@ -9,18 +9,17 @@ internal readonly struct OurPoolUnderTest : IPoolUnderTest
 
     /// <summary>Our pool with default options, as every comparison cell runs it.</summary>
     public OurPoolUnderTest(int capacity)
-        : this(new BenchItemPool(capacity), Name)
+        : this(new BenchItemPool(capacity))
     {
     }
 
-    /// <summary>A pool configured by the caller, under its own name in the tables (the options-cost cell).</summary>
-    public OurPoolUnderTest(BenchItemPool pool, string impl)
+    /// <summary>A pool configured by the caller (the options-cost cells).</summary>
+    public OurPoolUnderTest(BenchItemPool pool)
     {
         _pool = pool;
-        Impl = impl;
     }
 
-    public string Impl { get; }
+    public string Impl => Name;
 
     public BenchItem Take() => _pool.TakeSlot().Object;
 

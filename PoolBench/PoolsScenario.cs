@@ -1,153 +1,156 @@
-using System.Diagnostics.Metrics;
-using PoolLib;
+using BenchmarkDotNet.Reports;
 
 namespace PoolBench;
 
 /// <summary>
-/// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead, in one run: short and
-/// long rentals, capacities 8, 64 and 1024, 1, 2, 4 and 25 workers started together. In a long
-/// rental each worker holds <c>max(1, capacity / workers)</c> objects at once, so the workers
-/// together never hold more than the capacity (or one each when there are more workers than
-/// objects): our pool, which waits at its cap, cannot deadlock on a worker holding part of a set.
+/// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead, from the
+/// BenchmarkDotNet summaries of <see cref="PoolsBenchmarks"/> and <see cref="PoolOptionsCostBenchmarks"/>:
+/// per rental pattern a table of ns per take+return pair with ratios against ours, the bytes each
+/// implementation allocates per pair, what our options cost, and two lines on the exhausted pool
+/// and on barriers.
 /// </summary>
 internal sealed class PoolsScenario(BenchOptions options)
 {
-    private const int OptionsCostCapacity = 64;
+    private static readonly string[] s_impls =
+    [
+        OurPoolUnderTest.Name, DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name, ConcurrentStackPoolUnderTest.Name, NoPoolUnderTest.Name,
+    ];
 
-    private static readonly int[] s_capacities = [8, 64, 1024];
-    private static readonly int[] s_workers = [1, 2, 4, 25];
-    private static readonly string[] s_impls = [OurPoolUnderTest.Name, "DefaultObjectPool", "ConcurrentBag", "ConcurrentStack", "new"];
+    public static IReadOnlyList<Type> Benchmarks => [typeof(PoolsBenchmarks), typeof(PoolOptionsCostBenchmarks)];
 
-    public void Run(BenchReport report)
-    {
-        Measurement measurement = Measurement.For(options.Quick);
-        var results = new List<PoolsResult>();
-        foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>())
-        {
-            foreach (int capacity in s_capacities)
-            {
-                var table = new MarkdownTable("workers", "impl", "held each", "ns/pair", "min–max", "Mpairs/s", "B/pair", "barriers/1k pairs", "vs ours");
-                foreach (int workers in s_workers)
-                {
-                    double? oursNs = null;
-                    foreach (string impl in s_impls)
-                    {
-                        var cell = new PoolsCell(report, measurement, pattern, capacity, workers, oursNs);
-                        PoolsResult? result = impl switch
-                        {
-                            OurPoolUnderTest.Name => cell.Measure(new OurPoolUnderTest(capacity)),
-                            "DefaultObjectPool" => cell.Measure(new DefaultObjectPoolUnderTest(capacity)),
-                            "ConcurrentBag" => cell.Measure(new ConcurrentBagPoolUnderTest(capacity)),
-                            "ConcurrentStack" => cell.Measure(new ConcurrentStackPoolUnderTest(capacity)),
-                            _ => cell.Measure(new NoPoolUnderTest()),
-                        };
-                        if (result is null)
-                        {
-                            table.Row(CellText.Count(workers), impl, CellText.Count(cell.Held), "FAILED", "", "", "", "", "");
-                            continue;
-                        }
-
-                        oursNs ??= result.Impl == OurPoolUnderTest.Name ? result.NsPerOp : null;
-                        results.Add(result);
-                        report.Add(result);
-                        table.Row(
-                            CellText.Count(workers),
-                            result.Impl,
-                            CellText.Count(result.HeldPerWorker),
-                            CellText.Number(result.NsPerOp),
-                            CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
-                            CellText.Number(result.Mops, 2),
-                            CellText.Number(result.BytesPerOp, 2),
-                            CellText.Rate(result.BarriersPer1kPairs),
-                            CellText.Ratio(result.RatioVsOurs));
-                    }
-                }
-
-                table.Print(
-                    $"pools: {Name(pattern)} rental, capacity {capacity} (median of {measurement.Iterations}; barriers/1k pairs over all {measurement.Iterations}; " +
-                    $"vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
-            }
-        }
-
-        OptionsCost(report, measurement).Print(
-            $"pools: what the options cost, short rental, capacity {OptionsCostCapacity}, 1 worker (median of {measurement.Iterations}; " +
-            $"vs DefaultObjectPool = its ns / DefaultObjectPool's, below 1 means faster){options.QuickLabel}");
-        KeyRatios(results).Print($"pools: key ratios, its ns / ours at the median (above 1 means ours is faster){options.QuickLabel}");
-        PoolsResult? exhausted = Find(results, "short", 8, 25), roomy = Find(results, "short", 64, 25);
-        Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
-        Console.WriteLine();
-        Console.WriteLine(
-            $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
-            $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
-            $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
-        Console.WriteLine();
-    }
+    /// <summary>The implementations in the order of the tables and plots.</summary>
+    public static IReadOnlyList<string> Impls => s_impls;
 
     /// <summary>
-    /// The one-worker short-rental cell for our pool with default options, with a listener on its
-    /// meter, with the options that act on every release, and with leak detection, against
-    /// <c>DefaultObjectPool</c> measured first as the fixed point.
+    /// Prints the tables of the summaries that ran (a filter can leave either out, or some cases) and
+    /// adds their results to the report; a cell without a result shows "—", its failure already reported.
     /// </summary>
-    private static MarkdownTable OptionsCost(BenchReport report, Measurement measurement)
+    public void Report(Summary? comparison, Summary? optionsCost, BenchReport report)
     {
-        var table = new MarkdownTable("impl", "ns/pair", "min–max", "B/pair", "vs DefaultObjectPool");
-        var cell = new PoolsCell(report, measurement, RentalPattern.Short, OptionsCostCapacity, workers: 1, oursNs: null);
-        PoolsResult? fixedPoint = cell.Measure(new DefaultObjectPoolUnderTest(OptionsCostCapacity));
-        AddOptionsCostRow(report, table, fixedPoint, fixedPoint);
-        cell = new PoolsCell(report, measurement, RentalPattern.Short, OptionsCostCapacity, workers: 1, oursNs: fixedPoint?.NsPerOp);
-
-        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(OptionsCostCapacity), "Pool<T>, default options")), fixedPoint);
-        using (MeterListener listener = ListenToPoolLib())
+        List<PoolsResult> results = comparison is null ? [] : Comparison(comparison, report);
+        int iterations = results.Select(r => r.Iterations).DefaultIfEmpty().Max();
+        if (results.Count > 0)
         {
-            AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(OptionsCostCapacity), "Pool<T>, MeterListener on PoolLib")), fixedPoint);
+            foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>().Where(p => results.Any(r => r.Pattern == Name(p))))
+            {
+                TimeTable(results, Name(pattern)).Print(
+                    $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max and barriers/1k pairs over all {iterations}; " +
+                    $"each peer with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+            }
+
+            BytesTable(results).Print($"pools: allocated bytes per pair, the largest of each implementation's cells{options.QuickLabel}");
         }
 
-        var releaseChecks = new PoolOptions
+        if (optionsCost is not null)
         {
-            MaxCapacity = OptionsCostCapacity,
-            MaxObjectLifetime = TimeSpan.FromHours(1),
-            IdleTimeout = TimeSpan.FromMinutes(1),
-            MinIdle = 1,
-        };
-        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(releaseChecks), "Pool<T>, MaxObjectLifetime + IdleTimeout")), fixedPoint);
-        var leakDetection = new PoolOptions { MaxCapacity = OptionsCostCapacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) };
-        AddOptionsCostRow(report, table, cell.Measure(new OurPoolUnderTest(new BenchItemPool(leakDetection), "Pool<T>, LeakDetectionThreshold")), fixedPoint);
+            (MarkdownTable table, int optionsIterations) = OptionsCost(optionsCost, report);
+            table.Print(
+                $"pools: what the options cost, short rental, capacity {PoolOptionsCostBenchmarks.Capacity}, 1 worker (median of {optionsIterations}; " +
+                $"vs DefaultObjectPool = its ns / DefaultObjectPool's, below 1 means faster){options.QuickLabel}");
+        }
+
+        if (results.Count > 0)
+        {
+            PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, 25), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, 25);
+            Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
+            Console.WriteLine();
+            Console.WriteLine(
+                $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
+                $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
+                $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
+            Console.WriteLine();
+        }
+    }
+
+    internal static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
+
+    private static List<PoolsResult> Comparison(Summary summary, BenchReport report)
+    {
+        List<MeasuredCase> measured = MeasuredCase.From(summary, report, "pools");
+        var results = new List<PoolsResult>();
+        foreach (MeasuredCase cell in measured)
+        {
+            var pattern = cell.Parameter<RentalPattern>(nameof(PoolsBenchmarks.Pattern));
+            int capacity = cell.Parameter<int>(nameof(PoolsBenchmarks.Capacity));
+            int workers = cell.Parameter<int>(nameof(PoolsBenchmarks.Workers));
+            MeasuredCase? ours = measured.FirstOrDefault(c => c.Name == OurPoolUnderTest.Name && c.Parameters.ValueInfo == cell.Parameters.ValueInfo);
+
+            // Only our pool runs the gate that counts barriers; a peer's 0 would read as measured.
+            double? barriers = cell.Metrics.TryGetValue(ProcessWideBarrierDiagnoser.Descriptor.Id, out Metric? metric) ? metric.Value : null;
+            results.Add(new PoolsResult(
+                cell.Name, Name(pattern), capacity, workers, PoolsBenchmarks.HeldPerWorker(pattern, capacity, workers),
+                cell.MedianNs, cell.MinNs, cell.MaxNs, cell.BytesPerOp.GetValueOrDefault(), barriers, cell.Mops, cell.MedianNs / ours?.MedianNs,
+                cell.OperationsPerIteration, cell.Iterations));
+        }
+
+        results.Sort((a, b) => (a.Pattern, a.Capacity, a.Workers, Array.IndexOf(s_impls, a.Impl)).CompareTo((b.Pattern, b.Capacity, b.Workers, Array.IndexOf(s_impls, b.Impl))));
+        foreach (PoolsResult result in results)
+        {
+            report.Add(result);
+        }
+
+        return results;
+    }
+
+    private static MarkdownTable TimeTable(List<PoolsResult> results, string pattern)
+    {
+        var table = new MarkdownTable(["capacity", "workers", "held each", OurPoolUnderTest.Name, "min–max", "barriers/1k pairs", .. s_impls.Skip(1)]);
+        foreach (var cell in results.Where(r => r.Pattern == pattern).GroupBy(r => (r.Capacity, r.Workers, r.HeldPerWorker)))
+        {
+            PoolsResult? ours = cell.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name);
+            table.Row([
+                CellText.Count(cell.Key.Capacity),
+                CellText.Count(cell.Key.Workers),
+                CellText.Count(cell.Key.HeldPerWorker),
+                ours is null ? "—" : CellText.Number(ours.NsPerOp),
+                ours is null ? "" : CellText.Spread(ours.NsPerOpMin, ours.NsPerOpMax, v => CellText.Number(v)),
+                CellText.Rate(ours?.BarriersPer1kPairs),
+                .. s_impls.Skip(1).Select(impl => cell.FirstOrDefault(r => r.Impl == impl) is { } peer
+                    ? $"{CellText.Number(peer.NsPerOp)} ({CellText.Ratio(peer.RatioVsOurs)})"
+                    : "—"),
+            ]);
+        }
+
         return table;
     }
 
-    private static void AddOptionsCostRow(BenchReport report, MarkdownTable table, PoolsResult? result, PoolsResult? fixedPoint)
+    private static MarkdownTable BytesTable(List<PoolsResult> results)
     {
-        if (result is null)
+        string[] patterns = [Name(RentalPattern.Short), Name(RentalPattern.Long)];
+        var table = new MarkdownTable(["impl", .. patterns.Select(p => $"{p} rental, B/pair")]);
+        foreach (string impl in s_impls)
         {
-            return;
+            table.Row([
+                impl,
+                .. patterns.Select(pattern => CellText.Optional(
+                    results.Where(r => r.Impl == impl && r.Pattern == pattern).Select(r => (double?)r.BytesPerOp).DefaultIfEmpty().Max(), 2)),
+            ]);
         }
 
-        report.Add(result);
-        table.Row(
-            result.Impl,
-            CellText.Number(result.NsPerOp),
-            CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
-            CellText.Number(result.BytesPerOp, 2),
-            CellText.Ratio(result.NsPerOp / fixedPoint?.NsPerOp));
+        return table;
     }
 
-    /// <summary>A listener that enables every instrument of the PoolLib meter and takes every measurement, as a metrics exporter would.</summary>
-    private static MeterListener ListenToPoolLib()
+    /// <summary>The options-cost rows, each against <c>DefaultObjectPool</c> measured in the same run.</summary>
+    private static (MarkdownTable Table, int Iterations) OptionsCost(Summary summary, BenchReport report)
     {
-        var listener = new MeterListener
+        List<MeasuredCase> measured = MeasuredCase.From(summary, report, "pools");
+        var table = new MarkdownTable("impl", "ns/pair", "min–max", "B/pair", "vs DefaultObjectPool");
+        MeasuredCase? fixedPoint = measured.FirstOrDefault(c => c.Name == DefaultObjectPoolUnderTest.Name);
+        foreach (MeasuredCase cell in measured)
         {
-            InstrumentPublished = (instrument, listener) =>
-            {
-                if (instrument.Meter.Name == "PoolLib")
-                {
-                    listener.EnableMeasurementEvents(instrument);
-                }
-            },
-        };
-        listener.SetMeasurementEventCallback<long>(static (instrument, value, tags, state) => { });
-        listener.SetMeasurementEventCallback<double>(static (instrument, value, tags, state) => { });
-        listener.Start();
-        return listener;
+            var result = new PoolsResult(
+                cell.Name, Name(RentalPattern.Short), PoolOptionsCostBenchmarks.Capacity, 1, 1, cell.MedianNs, cell.MinNs, cell.MaxNs,
+                cell.BytesPerOp.GetValueOrDefault(), null, cell.Mops, cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
+            report.Add(result);
+            table.Row(
+                result.Impl,
+                CellText.Number(result.NsPerOp),
+                CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
+                CellText.Number(result.BytesPerOp, 2),
+                CellText.Ratio(result.RatioVsOurs));
+        }
+
+        return (table, measured.Select(c => c.Iterations).DefaultIfEmpty().Max());
     }
 
     /// <summary>How many objects the workers of a cell want at once, against the capacity.</summary>
@@ -172,27 +175,6 @@ internal sealed class PoolsScenario(BenchOptions options)
             .Where(r => r.Impl == OurPoolUnderTest.Name && DemandOf(r) == demand)
             .Max(r => r.BarriersPer1kPairs);
 
-    /// <summary>Ours against each peer at 1 and 25 workers.</summary>
-    private static MarkdownTable KeyRatios(List<PoolsResult> results)
-    {
-        string[] peers = results.Select(r => r.Impl).Distinct().Where(impl => impl != OurPoolUnderTest.Name).ToArray();
-        var table = new MarkdownTable(["pattern", "capacity", "workers", .. peers]);
-        foreach (PoolsResult ours in results.Where(r => r.Impl == OurPoolUnderTest.Name && r.Workers is 1 or 25))
-        {
-            table.Row([
-                ours.Pattern,
-                CellText.Count(ours.Capacity),
-                CellText.Count(ours.Workers),
-                .. peers.Select(peer => CellText.Ratio(results.FirstOrDefault(r =>
-                    r.Impl == peer && r.Pattern == ours.Pattern && r.Capacity == ours.Capacity && r.Workers == ours.Workers)?.RatioVsOurs)),
-            ]);
-        }
-
-        return table;
-    }
-
-    private static PoolsResult? Find(List<PoolsResult> results, string pattern, int capacity, int workers) =>
-        results.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);
-
-    internal static string Name(RentalPattern pattern) => pattern == RentalPattern.Short ? "short" : "long";
+    private static PoolsResult? Find(List<PoolsResult> results, string impl, string pattern, int capacity, int workers) =>
+        results.FirstOrDefault(r => r.Impl == impl && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);
 }

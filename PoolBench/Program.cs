@@ -1,4 +1,6 @@
 using System.Diagnostics;
+using BenchmarkDotNet.Reports;
+using BenchmarkDotNet.Validators;
 using NLog;
 using PoolBench;
 
@@ -31,14 +33,46 @@ Console.WriteLine();
 Console.WriteLine(machine.ToMarkdown());
 
 var report = new BenchReport();
+var microbenchmarks = new List<Type>();
 if (options.Runs("article"))
 {
-    new ArticleScenario(options).Run(report);
+    microbenchmarks.Add(ArticleScenario.Benchmarks);
 }
 
 if (options.Runs("pools"))
 {
-    new PoolsScenario(options).Run(report);
+    microbenchmarks.AddRange(PoolsScenario.Benchmarks);
+}
+
+if (microbenchmarks.Count > 0)
+{
+    IReadOnlyList<Summary> summaries = MicrobenchmarkRun.Run(options, microbenchmarks);
+    Summary? SummaryOf(Type benchmarks)
+    {
+        Summary? summary = summaries.FirstOrDefault(s => s.BenchmarksCases.Any(c => c.Descriptor.Type == benchmarks));
+        // A filter may leave a class without cases; otherwise it means the class did not run.
+        if (summary is null && options.Filters.Count == 0)
+        {
+            report.Fail($"BenchmarkDotNet ran no case of {benchmarks.Name}");
+        }
+
+        return summary;
+    }
+
+    foreach (ValidationError error in summaries.SelectMany(s => s.ValidationErrors).Where(e => e.IsCritical))
+    {
+        report.Fail($"BenchmarkDotNet: {error.Message}");
+    }
+
+    if (options.Runs("article") && SummaryOf(typeof(ArticleBenchmarks)) is Summary article)
+    {
+        new ArticleScenario(options).Report(article, report);
+    }
+
+    if (options.Runs("pools"))
+    {
+        new PoolsScenario(options).Report(SummaryOf(typeof(PoolsBenchmarks)), SummaryOf(typeof(PoolOptionsCostBenchmarks)), report);
+    }
 }
 
 if (options.Runs("echo"))
@@ -51,6 +85,8 @@ if (options.JsonPath is not null)
     JsonReport.Write(options.JsonPath, new ReportDocument(options.Scenario, machine, report.Results, report.Failures));
     log.Info("results written to {0}", options.JsonPath);
 }
+
+ResultPlots.Write(options.PlotsPath, report.Results, options.QuickLabel);
 
 log.Info("{0} finished in {1:0.0} s with {2} failure(s)", options.Scenario, Stopwatch.GetElapsedTime(started).TotalSeconds, report.Failures.Count);
 LogManager.Shutdown();

@@ -1,7 +1,7 @@
 namespace PoolBench;
 
 /// <summary>How long a worker keeps what it takes.</summary>
-internal enum RentalPattern
+public enum RentalPattern
 {
     /// <summary>Take one, return it at once.</summary>
     Short,

@@ -1,103 +1,102 @@
-using System.Diagnostics;
-using PoolLib.Internal;
-
 namespace PoolBench;
 
 /// <summary>
-/// Runs take+return pairs on dedicated worker threads that start once, when the cell does, and
-/// serve every run of the cell, as the threads of a program in steady use would: a pool that keeps
-/// state per thread sees the same threads from one iteration to the next. Each run releases the
-/// workers together through a start <see cref="Barrier"/> and collects them at an end one; their
-/// post-phase actions read the clock, the process-wide allocation counter and our pool library's
-/// count of process-wide memory barriers while every worker is parked. Every run must finish within
-/// the timeout: a pool that loses a wake-up fails the run instead of hanging it. The class is
-/// generic over the pool's struct type, so its loop is compiled once for each implementation.
+/// Runs take+return pairs on dedicated worker threads that start once, when the benchmark case
+/// does, and serve every invocation of the case, as the threads of a program in steady use would:
+/// a pool that keeps state per thread sees the same threads from one invocation to the next. Each
+/// <see cref="Run"/> releases the workers together through a start <see cref="Barrier"/> and
+/// collects them at an end one, so the benchmark's clock covers every pair of every worker. Every
+/// run must finish within the timeout: a pool that loses a wake-up fails the run instead of
+/// hanging it. The class is generic over the pool's struct type, so its loop is compiled once for
+/// each implementation, with direct calls.
 /// </summary>
-internal sealed class RentalWorkers<TPool> : IDisposable
+internal sealed class RentalWorkers<TPool> : IRentalWorkers
     where TPool : struct, IPoolUnderTest
 {
     private static readonly TimeSpan s_timeout = TimeSpan.FromSeconds(60);
 
     private readonly TPool _pool;
     private readonly RentalPattern _pattern;
-    private readonly int _workers;
     private readonly int _held;
+    private readonly long _roundsPerRun;
+    private readonly long _pairsPerRun;
     private readonly Thread[] _threads;
 
-    // Both have the workers and the measuring thread as participants.
+    // Both have the workers and the thread that calls Run as participants.
     private readonly Barrier _start;
     private readonly Barrier _end;
 
     private readonly long[] _completed;
     private readonly Exception?[] _failures;
 
-    // Written by the measuring thread before the start barrier, read by the workers after it; 0 stops them.
-    private long _rounds;
-    private long _startAllocated, _endAllocated, _startStamp, _endStamp, _startBarriers, _endBarriers;
+    // Written by the thread that disposes, before the start barrier, read by the workers after it.
+    private bool _stopping;
     private bool _broken;
 
-    public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held)
+    /// <param name="pool">The pool, filled; disposed with the workers.</param>
+    /// <param name="pattern">Short or long rentals.</param>
+    /// <param name="workers">How many worker threads.</param>
+    /// <param name="held">How many objects each worker takes before it returns them.</param>
+    /// <param name="pairsPerRun">All pairs of all workers in one run; a multiple of <paramref name="workers"/> × <paramref name="held"/>.</param>
+    public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held, long pairsPerRun)
     {
+        if (pairsPerRun % ((long)workers * held) != 0)
+        {
+            throw new ArgumentException($"{pairsPerRun} pairs do not split into rounds of {held} for each of {workers} workers", nameof(pairsPerRun));
+        }
+
         _pool = pool;
         _pattern = pattern;
-        _workers = workers;
         _held = held;
+        _pairsPerRun = pairsPerRun;
+        _roundsPerRun = pairsPerRun / workers / held;
         _completed = new long[workers];
         _failures = new Exception?[workers];
-        _start = new Barrier(workers + 1, _ =>
-        {
-            _startAllocated = GC.GetTotalAllocatedBytes(true);
-            _startBarriers = ForeignAccessGate.ProcessWideBarriers;
-            _startStamp = Stopwatch.GetTimestamp();
-        });
-        _end = new Barrier(workers + 1, _ =>
-        {
-            _endStamp = Stopwatch.GetTimestamp();
-            _endBarriers = ForeignAccessGate.ProcessWideBarriers;
-            _endAllocated = GC.GetTotalAllocatedBytes(true);
-        });
+        _start = new Barrier(workers + 1);
+        _end = new Barrier(workers + 1);
         _threads = new Thread[workers];
         for (int w = 0; w < workers; w++)
         {
             int worker = w;
-            _threads[w] = new Thread(() => Work(worker)) { IsBackground = true };
+            _threads[w] = new Thread(() => Work(worker)) { IsBackground = true, Name = $"rental worker {w}" };
             _threads[w].Start();
         }
     }
 
-    public RunResult Run(long pairs)
+    public void Run()
     {
-        long rounds = Math.Max(1, pairs / _workers / _held);
-        Array.Clear(_completed);
-        Array.Clear(_failures);
-        Volatile.Write(ref _rounds, rounds);
         if (!_start.SignalAndWait(s_timeout) || !_end.SignalAndWait(s_timeout))
         {
             _broken = true;
             throw new TimeoutException($"{_pool.Impl}: a worker did not finish its {_pattern} rentals within {s_timeout.TotalSeconds} s");
         }
 
-        if (_failures.FirstOrDefault(f => f is not null) is Exception failure)
+        foreach (Exception? failure in _failures)
         {
-            throw new InvalidOperationException($"{_pool.Impl}: a worker failed", failure);
+            if (failure is not null)
+            {
+                throw new InvalidOperationException($"{_pool.Impl}: a worker failed", failure);
+            }
         }
 
-        long expected = rounds * _held * _workers;
-        long done = _completed.Sum();
-        if (done != expected)
+        long done = 0;
+        foreach (long completed in _completed)
         {
-            throw new InvalidOperationException($"{_pool.Impl}: workers completed {done} of {expected} pairs");
+            done += completed;
         }
 
-        return new RunResult(Stopwatch.GetElapsedTime(_startStamp, _endStamp), _endAllocated - _startAllocated, done, _endBarriers - _startBarriers);
+        if (done != _pairsPerRun)
+        {
+            throw new InvalidOperationException($"{_pool.Impl}: workers completed {done} of {_pairsPerRun} pairs");
+        }
     }
 
-    /// <summary>Stops the workers; after a run that timed out they are left parked, background threads.</summary>
+    /// <summary>Stops the workers and disposes the pool; after a run that timed out the workers are left parked, background threads.</summary>
     public void Dispose()
     {
         if (!_broken)
         {
-            Volatile.Write(ref _rounds, 0);
+            Volatile.Write(ref _stopping, true);
             if (_start.SignalAndWait(s_timeout))
             {
                 foreach (Thread thread in _threads)
@@ -109,6 +108,7 @@ internal sealed class RentalWorkers<TPool> : IDisposable
 
         _start.Dispose();
         _end.Dispose();
+        _pool.Dispose();
     }
 
     private void Work(int worker)
@@ -117,8 +117,7 @@ internal sealed class RentalWorkers<TPool> : IDisposable
         while (true)
         {
             _start.SignalAndWait();
-            long rounds = Volatile.Read(ref _rounds);
-            if (rounds == 0)
+            if (Volatile.Read(ref _stopping))
             {
                 return;
             }
@@ -126,21 +125,7 @@ internal sealed class RentalWorkers<TPool> : IDisposable
             long completed = 0;
             try
             {
-                for (long round = 0; round < rounds; round++)
-                {
-                    for (int i = 0; i < items.Length; i++)
-                    {
-                        items[i] = _pool.Take();
-                        items[i].Buffer[0] = (byte)round;
-                    }
-
-                    for (int i = 0; i < items.Length; i++)
-                    {
-                        _pool.Return(items[i]);
-                    }
-
-                    completed += items.Length;
-                }
+                completed = RunRounds(items);
             }
             catch (Exception e)
             {
@@ -152,5 +137,28 @@ internal sealed class RentalWorkers<TPool> : IDisposable
                 _end.SignalAndWait();
             }
         }
+    }
+
+    /// <summary>
+    /// One run's rentals: a method of its own, called once per run, so that the runtime's tiered
+    /// compilation promotes it to fully optimised code as it does any method called often.
+    /// </summary>
+    private long RunRounds(BenchItem[] items)
+    {
+        for (long round = 0; round < _roundsPerRun; round++)
+        {
+            for (int i = 0; i < items.Length; i++)
+            {
+                items[i] = _pool.Take();
+                items[i].Buffer[0] = (byte)round;
+            }
+
+            for (int i = 0; i < items.Length; i++)
+            {
+                _pool.Return(items[i]);
+            }
+        }
+
+        return _roundsPerRun * items.Length;
     }
 }

@@ -1,0 +1,114 @@
+using BenchmarkDotNet.Configs;
+using BenchmarkDotNet.Exporters;
+using BenchmarkDotNet.Exporters.Csv;
+using BenchmarkDotNet.Filters;
+using BenchmarkDotNet.Jobs;
+using BenchmarkDotNet.Reports;
+using BenchmarkDotNet.Running;
+using BenchmarkDotNet.Toolchains.InProcess.Emit;
+using NLog;
+using Perfolizer.Horology;
+
+namespace PoolBench;
+
+/// <summary>
+/// Runs the micro scenarios' benchmark classes with BenchmarkDotNet, all in one run so that the
+/// full run builds its benchmark project once. The full job runs each case in a process of its
+/// own; the quick one runs every case once in this process, to check every code path in seconds,
+/// not to measure.
+/// </summary>
+/// <remarks>
+/// For a process per case, BenchmarkDotNet generates a project that references PoolBench.csproj,
+/// next to the solution it finds above the current directory. The run therefore starts in the
+/// folder of Pools.sln above this program's binaries, wherever PoolBench was started from; without
+/// the source tree (a copied binary) the full job runs in this process instead.
+/// </remarks>
+internal static class MicrobenchmarkRun
+{
+    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
+
+    public static IReadOnlyList<Summary> Run(BenchOptions options, IReadOnlyList<Type> benchmarks)
+    {
+        string artifacts = Path.GetFullPath(options.ArtifactsPath);
+        Directory.CreateDirectory(artifacts);
+        string barrierLog = Path.Combine(artifacts, "process-wide-barriers.tsv");
+        File.Delete(barrierLog);
+
+        // Benchmark processes inherit it: it tells them where to record their barrier counts.
+        Environment.SetEnvironmentVariable(MeasuredBarrierCount.LogVariable, barrierLog);
+
+        string? solutionFolder = SolutionFolder();
+        Job job = options.Quick ? QuickJob : solutionFolder is null ? FullJob.WithToolchain(InProcessEmitToolchain.DontLogOutput) : FullJob;
+        if (!options.Quick && solutionFolder is null)
+        {
+            s_log.Warn("Pools.sln not found above {0}: every benchmark case runs in this process", AppContext.BaseDirectory);
+        }
+
+        ManualConfig config = ManualConfig.CreateEmpty()
+            .AddJob(job)
+            .AddColumnProvider(DefaultConfig.Instance.GetColumnProviders().ToArray())
+            .AddDiagnoser(new ProcessWideBarrierDiagnoser(barrierLog))
+            .AddExporter(MarkdownExporter.GitHub, CsvExporter.Default)
+            .AddAnalyser(DefaultConfig.Instance.GetAnalysers().ToArray())
+            .AddValidator(DefaultConfig.Instance.GetValidators().ToArray())
+            .AddLogger(new BenchmarkProgressLog())
+            .WithArtifactsPath(artifacts);
+        if (options.Filters.Count > 0)
+        {
+            config = config.AddFilter(new GlobFilter([.. options.Filters]));
+        }
+
+        string startedIn = Directory.GetCurrentDirectory();
+        try
+        {
+            Directory.SetCurrentDirectory(solutionFolder ?? startedIn);
+            return BenchmarkRunner.Run([.. benchmarks], config);
+        }
+        finally
+        {
+            Directory.SetCurrentDirectory(startedIn);
+        }
+    }
+
+    private static string? SolutionFolder()
+    {
+        for (DirectoryInfo? folder = new(AppContext.BaseDirectory); folder is not null; folder = folder.Parent)
+        {
+            if (File.Exists(Path.Combine(folder.FullName, "Pools.sln")))
+            {
+                return folder.FullName;
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>
+    /// Seven measured iterations of at least 100 ms, as the custom harness ran before, after ten
+    /// warm-ups, because cells with several workers reach their tier-1 speed only after a few.
+    /// Invocations are not unrolled, because one invocation runs many pairs and can take longer
+    /// than an iteration; the empty-call overhead is not subtracted, being nothing against an
+    /// invocation of milliseconds; and no iteration is dropped as an outlier, so min–max shows
+    /// every measured iteration.
+    /// </summary>
+    private static Job FullJob => Job.Default
+        .WithId("full")
+        .WithLaunchCount(1)
+        .WithWarmupCount(10)
+        .WithIterationCount(7)
+        .WithIterationTime(TimeInterval.FromMilliseconds(100))
+        .WithUnrollFactor(1)
+        .WithMinInvokeCount(1)
+        .WithEvaluateOverhead(false)
+        .WithOutlierMode(Perfolizer.Mathematics.OutlierDetection.OutlierMode.DontRemove);
+
+    /// <summary>
+    /// As BenchmarkDotNet's dry job: one cold invocation per case, plus the memory and threading
+    /// diagnosers' one, in this process (no project to build, no process to start per case).
+    /// </summary>
+    private static Job QuickJob => Job.Dry
+        .WithId("quick")
+        .WithToolchain(InProcessEmitToolchain.DontLogOutput)
+        .WithEvaluateOverhead(false)
+        .WithOutlierMode(Perfolizer.Mathematics.OutlierDetection.OutlierMode.DontRemove);
+}

@@ -1,0 +1,4 @@
+namespace PoolBench;
+
+/// <summary>No font was found to label the plots with.</summary>
+internal sealed class PlotFontException(string message) : Exception(message);

@@ -1,0 +1,107 @@
+using BenchmarkDotNet.Attributes;
+using BenchmarkDotNet.Running;
+
+namespace PoolBench;
+
+/// <summary>
+/// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead: short and long
+/// rentals, capacities 8, 64 and 1024, 1, 2, 4 and 25 workers. One benchmark per implementation,
+/// each with its own global set-up, which fills the pool to capacity and starts the workers; every
+/// invocation then releases the workers through a barrier for <see cref="PairsPerInvocation"/>
+/// pairs in all, so BenchmarkDotNet's time per operation is the time per take+return pair of all
+/// workers together. In a long rental each worker holds <c>max(1, capacity / workers)</c> objects
+/// at once, so the workers together never hold more than the capacity (or one each when there are
+/// more workers than objects): our pool, which waits at its cap, cannot deadlock on a worker that
+/// holds part of a set.
+/// </summary>
+[MemoryDiagnoser]
+[ThreadingDiagnoser]
+public class PoolsBenchmarks
+{
+    /// <summary>
+    /// Pairs of all workers in one invocation: a multiple of every workers × held of the cells
+    /// (1, 2, 4, 8, 25, 50, 64, 1,000 and 1,024), and large enough that waking the workers, once per
+    /// invocation, is a small part of it even with 25 workers.
+    /// </summary>
+    public const int PairsPerInvocation = 1_280_000;
+
+    private IRentalWorkers? _workers;
+
+    [Params(RentalPattern.Short, RentalPattern.Long)]
+    public RentalPattern Pattern { get; set; }
+
+    [Params(8, 64, 1024)]
+    public int Capacity { get; set; }
+
+    [Params(1, 2, 4, 25)]
+    public int Workers { get; set; }
+
+    /// <summary>Objects each worker holds at once: one in a short rental, its share of the capacity in a long one.</summary>
+    public int Held => HeldPerWorker(Pattern, Capacity, Workers);
+
+    public static int HeldPerWorker(RentalPattern pattern, int capacity, int workers) =>
+        pattern == RentalPattern.Short ? 1 : Math.Max(1, capacity / workers);
+
+    /// <summary>
+    /// The key under which the case of our pool records its barrier count, the same in the process
+    /// that runs the case and in the host that reads it; null for every other case.
+    /// </summary>
+    public static string? BarrierKey(BenchmarkCase benchmarkCase) =>
+        benchmarkCase.Descriptor.Type == typeof(PoolsBenchmarks) && benchmarkCase.Descriptor.WorkloadMethod.Name == nameof(Ours)
+            ? BarrierKey((RentalPattern)benchmarkCase.Parameters[nameof(Pattern)], (int)benchmarkCase.Parameters[nameof(Capacity)], (int)benchmarkCase.Parameters[nameof(Workers)])
+            : null;
+
+    [GlobalSetup(Target = nameof(Ours))]
+    public void StartOurs()
+    {
+        MeasuredBarrierCount.Start();
+        Start(new OurPoolUnderTest(Capacity));
+    }
+
+    [GlobalSetup(Target = nameof(DefaultObjectPool))]
+    public void StartDefaultObjectPool() => Start(new DefaultObjectPoolUnderTest(Capacity));
+
+    [GlobalSetup(Target = nameof(ConcurrentBag))]
+    public void StartConcurrentBag() => Start(new ConcurrentBagPoolUnderTest(Capacity));
+
+    [GlobalSetup(Target = nameof(ConcurrentStack))]
+    public void StartConcurrentStack() => Start(new ConcurrentStackPoolUnderTest(Capacity));
+
+    [GlobalSetup(Target = nameof(New))]
+    public void StartNew() => Start(new NoPoolUnderTest());
+
+    [GlobalCleanup(Target = nameof(Ours))]
+    public void StopOurs()
+    {
+        Stop();
+        MeasuredBarrierCount.Record(BarrierKey(Pattern, Capacity, Workers));
+    }
+
+    [GlobalCleanup(Targets = [nameof(DefaultObjectPool), nameof(ConcurrentBag), nameof(ConcurrentStack), nameof(New)])]
+    public void Stop()
+    {
+        _workers?.Dispose();
+        _workers = null;
+    }
+
+    [Benchmark(Description = OurPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation)]
+    public void Ours() => _workers!.Run();
+
+    [Benchmark(Description = DefaultObjectPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation, Baseline = true)]
+    public void DefaultObjectPool() => _workers!.Run();
+
+    [Benchmark(Description = ConcurrentBagPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation)]
+    public void ConcurrentBag() => _workers!.Run();
+
+    [Benchmark(Description = ConcurrentStackPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation)]
+    public void ConcurrentStack() => _workers!.Run();
+
+    [Benchmark(Description = NoPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation)]
+    public void New() => _workers!.Run();
+
+    private static string BarrierKey(RentalPattern pattern, int capacity, int workers) => $"{pattern}/{capacity}/{workers}";
+
+    private void Start<TPool>(TPool pool)
+        where TPool : struct, IPoolUnderTest =>
+        _workers = new RentalWorkers<TPool>(pool, Pattern, Workers, Held, PairsPerInvocation);
+}
