@@ -1,6 +1,8 @@
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.ObjectPool;
 using PoolLib;
 using SocketServers;
@@ -59,10 +61,15 @@ using (var buffers = new BufferPool(size: 16, maxCapacity: 4))
     }
 }
 
-// SocketServers: one message echoed over TCP by a server on a free port; bounded, so a hang fails.
+// SocketServers: a server registered from a configuration section, without the Generic Host, echoes one
+// message over TCP on a free port; bounded, so a hang fails.
 using (var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30)))
 {
-    await using var server = new TcpEchoServer(new TcpEchoServerOptions { Address = IPAddress.Loopback, Port = 0 });
+    IConfigurationRoot configuration = new ConfigurationBuilder()
+        .AddInMemoryCollection(new Dictionary<string, string?> { ["Echo:Tcp:Address"] = "127.0.0.1", ["Echo:Tcp:Port"] = "0" })
+        .Build();
+    await using ServiceProvider services = new ServiceCollection().AddTcpEchoServer(configuration.GetSection("Echo:Tcp")).BuildServiceProvider();
+    TcpEchoServer server = services.GetRequiredService<TcpEchoServer>();
     await server.StartAsync(timeout.Token);
     byte[] message = Encoding.ASCII.GetBytes("ping");
     var echo = new byte[message.Length];
