@@ -49,12 +49,12 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     private long _rejected;
     private long _evicted;
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, ILogger? logger)
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolName, ILogger? logger)
     {
         Logger = logger ?? NullLogger.Instance;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
-        Pool = new SocketArgsPool(bufferSize, poolCapacity);
+        Pool = new SocketArgsPool(bufferSize, poolCapacity, poolName);
     }
 
     private enum State

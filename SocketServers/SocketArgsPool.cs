@@ -47,6 +47,18 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
         }
     }
 
+    /// <summary>Creates an empty pool of args with <paramref name="bufferSize"/>-byte buffers, named for its metrics.</summary>
+    /// <param name="bufferSize">As in <see cref="SocketArgsPool(int, int, int)"/>.</param>
+    /// <param name="maxCapacity">The most args that ever exist at once; at least 1.</param>
+    /// <param name="name">The pool's <see cref="Pool{T}.Name"/>, which tags its metrics: one per server, so that two
+    /// servers' pools are told apart.</param>
+    internal SocketArgsPool(int bufferSize, int maxCapacity, string name)
+        : base(new PoolOptions { MaxCapacity = maxCapacity, Name = name })
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(bufferSize);
+        BufferSize = bufferSize;
+    }
+
     /// <summary>The size in bytes of the buffer each args owns.</summary>
     public int BufferSize { get; }
 

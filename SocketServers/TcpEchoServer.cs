@@ -95,7 +95,7 @@ public sealed partial class TcpEchoServer : EchoServer
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, logger)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolName: "tcp-echo-args", logger)
     {
         int bufferSize = _bufferSize = options.BufferSize;
         _buffers = PoolLib.Pool.Create(

@@ -108,6 +108,7 @@ public sealed partial class UdpEchoServer : EchoServer
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
                 ? options.MaxPendingDatagrams + options.ConcurrentReceives
                 : options.ConcurrentReceives,
+            poolName: "udp-echo-args",
             logger)
     {
         _endPoint = options.EndPoint;

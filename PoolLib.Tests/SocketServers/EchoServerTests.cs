@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using SocketServers;
 
 namespace PoolLib.Tests.SocketServers;
@@ -8,6 +9,20 @@ namespace PoolLib.Tests.SocketServers;
 // (every interface, port 0), the only way to prove that IPv4 and IPv6 clients share one socket.
 public sealed class EchoServerTests
 {
+    // Two servers in one process: each args pool has a name of its own, so its pool metrics are not mixed with the other's.
+    [Test]
+    public async Task Constructor_TcpAndUdp_ArgsPoolsReportTheirCapsUnderTheirOwnNames()
+    {
+        using var max = new MetricCollector<long>(null, "PoolLib", "pool.objects.max");
+        await using var tcp = new TcpEchoServer(new TcpEchoServerOptions { Port = 0, MaxConnections = 7 });
+        await using var udp = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ConcurrentReceives = 3 });
+
+        max.RecordObservableInstruments();
+
+        long Cap(string name) => max.GetMeasurementSnapshot().Last(measurement => Equals(measurement.Tags["pool.name"], name)).Value;
+        Assert.That((Cap("tcp-echo-args"), Cap("udp-echo-args")), Is.EqualTo((7L, 3L)));
+    }
+
     [Test]
     [CancelAfter(10_000)]
     public async Task StartAsync_TcpOnIPv6Any_EchoesIPv4AndIPv6Clients(CancellationToken cancellationToken)
