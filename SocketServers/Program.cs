@@ -37,9 +37,7 @@ internal static class Program
         ParseResult parsed = commandLine.Parse(args);
         if (parsed.Errors.Count > 0)
         {
-            // One line, whatever the parser's message looks like.
-            string error = string.Join(' ', parsed.Errors[0].Message.Split(['\r', '\n', '\t'], StringSplitOptions.RemoveEmptyEntries));
-            await Console.Error.WriteLineAsync($"SocketServers: {error} Try --help.").ConfigureAwait(false);
+            await Console.Error.WriteLineAsync($"SocketServers: {OneLine(parsed.Errors[0].Message)} Try --help.").ConfigureAwait(false);
             return ExitUsage;
         }
 
@@ -106,7 +104,7 @@ internal static class Program
         }
         finally
         {
-            // The servers are asynchronously disposable only.
+            // Asynchronously, so that the servers' stop blocks no thread.
             await ((IAsyncDisposable)host).DisposeAsync().ConfigureAwait(false);
         }
     }
@@ -162,6 +160,9 @@ internal static class Program
             InvalidDataException { InnerException: { } cause } => $"{exception.Message} {cause.Message}", // the parser's reason
             _ => $"{exception.GetType().Name}: {exception.Message}",
         };
-        return string.Join(' ', message.Split(['\r', '\n'], StringSplitOptions.RemoveEmptyEntries));
+        return OneLine(message);
     }
+
+    /// <summary>A message as one line, whatever line breaks or tabs it holds.</summary>
+    private static string OneLine(string message) => string.Join(' ', message.Split(['\r', '\n', '\t'], StringSplitOptions.RemoveEmptyEntries));
 }
