@@ -17,7 +17,10 @@ internal sealed class HostCommandLine
     private const string Udp = HostSettings.UdpSection + ":";
     private const double MaxIdleTimeoutSeconds = 86_400;
 
-    private readonly RootCommand _command = new("Runs RFC 862 echo servers on pooled SocketAsyncEventArgs until Ctrl+C or SIGTERM.");
+    private readonly RootCommand _command = new(
+        "Runs RFC 862 echo servers on pooled SocketAsyncEventArgs until Ctrl+C or SIGTERM. Settings also come from "
+        + "appsettings.json beside the program and from environment variables (SocketServers__Tcp__Port=9000); an option "
+        + "given here wins over both, and the defaults shown are the built-in ones.");
 
     // Each symbol, and the configuration values it sets when given.
     private readonly List<(Symbol Symbol, Func<ParseResult, IEnumerable<(string Key, string Value)>> Settings)> _settings = [];
