@@ -22,16 +22,10 @@ public sealed class ProgramTests
         Assert.That(stderr, Is.Empty);
     }
 
-    // appsettings.{Environment}.json, beside the program, is read as appsettings.json is; a file of its own keeps
-    // the test from touching the appsettings.json other tests' hosts read.
     [Test]
     [CancelAfter(30_000)]
-    public async Task Main_SettingsFileAndEnvironment_ChooseTheServersAndTheirOptions(CancellationToken cancellationToken)
-    {
-        string environment = $"ProgramTests{Guid.NewGuid():N}";
-        string settingsFile = Path.Combine(AppContext.BaseDirectory, $"appsettings.{environment}.json");
-        await File.WriteAllTextAsync(settingsFile, """{ "SocketServers": { "Servers": "udp", "Udp": { "Port": 1 } } }""", cancellationToken);
-        try
+    public Task Main_SettingsFileAndEnvironment_ChooseTheServersAndTheirOptions(CancellationToken cancellationToken) =>
+        WithSettingsFileAsync("""{ "SocketServers": { "Servers": "udp", "Udp": { "Port": 1 } } }""", cancellationToken, async environment =>
         {
             using Process host = StartHost([], new() { ["DOTNET_ENVIRONMENT"] = environment, ["SocketServers__Udp__Port"] = "0" });
             try
@@ -52,34 +46,20 @@ public sealed class ProgramTests
             {
                 KillIfRunning(host);
             }
-        }
-        finally
-        {
-            File.Delete(settingsFile);
-        }
-    }
+        });
 
     [Test]
     [CancelAfter(30_000)]
-    public async Task Main_SettingsFileNotJson_ExitsWithOneLine(CancellationToken cancellationToken)
-    {
-        string environment = $"ProgramTests{Guid.NewGuid():N}";
-        string settingsFile = Path.Combine(AppContext.BaseDirectory, $"appsettings.{environment}.json");
-        await File.WriteAllTextAsync(settingsFile, """{ "SocketServers": { "Tcp": {""", cancellationToken);
-        try
+    public Task Main_SettingsFileNotJson_ExitsWithOneLine(CancellationToken cancellationToken) =>
+        WithSettingsFileAsync("""{ "SocketServers": { "Tcp": {""", cancellationToken, async environment =>
         {
             (int exitCode, string stdout, string stderr) = await RunToEndAsync([], cancellationToken, new() { ["DOTNET_ENVIRONMENT"] = environment });
 
             Assert.That(exitCode, Is.EqualTo(2));
             Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
-            Assert.That(stderr, Does.StartWith("SocketServers: Failed to load configuration from file").And.Contain(settingsFile));
+            Assert.That(stderr, Does.StartWith("SocketServers: Failed to load configuration from file").And.Contain($"appsettings.{environment}.json"));
             Assert.That(stdout, Is.Empty);
-        }
-        finally
-        {
-            File.Delete(settingsFile);
-        }
-    }
+        });
 
     // Each setting is invalid before anything binds, so a host that took it would listen on 7007 and time out.
     [TestCase("SocketServers__Tcp__Port", "99999", "'SocketServers:Tcp:Port' = '99999'")]
@@ -348,6 +328,24 @@ public sealed class ProgramTests
         finally
         {
             KillIfRunning(host);
+        }
+    }
+
+    /// <summary>Runs <paramref name="test"/> with <c>appsettings.{environment}.json</c> beside the host holding
+    /// <paramref name="json"/>, for a new environment name that no other test's host reads; the host reads the file
+    /// as it reads appsettings.json when <c>DOTNET_ENVIRONMENT</c> names it.</summary>
+    private static async Task WithSettingsFileAsync(string json, CancellationToken cancellationToken, Func<string, Task> test)
+    {
+        string environment = $"ProgramTests{Guid.NewGuid():N}";
+        string settingsFile = Path.Combine(AppContext.BaseDirectory, $"appsettings.{environment}.json");
+        await File.WriteAllTextAsync(settingsFile, json, cancellationToken);
+        try
+        {
+            await test(environment);
+        }
+        finally
+        {
+            File.Delete(settingsFile);
         }
     }
 
