@@ -18,10 +18,11 @@ namespace PoolBench;
 /// not to measure.
 /// </summary>
 /// <remarks>
-/// For a process per case, BenchmarkDotNet generates a project that references PoolBench.csproj,
-/// next to the solution it finds above the current directory. The run therefore starts in the
-/// folder of Pools.sln above this program's binaries, wherever PoolBench was started from; without
-/// the source tree (a copied binary) the full job runs in this process instead.
+/// For a process per case, BenchmarkDotNet generates a project beside PoolBench's binaries that
+/// references PoolBench.csproj, which it looks for under the solution folder it finds from the
+/// current directory. The run therefore starts in the folder of Pools.sln above this program's
+/// binaries, wherever PoolBench was started from; without the source tree (a copied binary) the
+/// full job runs in this process instead.
 /// </remarks>
 internal static class MicrobenchmarkRun
 {
@@ -84,12 +85,11 @@ internal static class MicrobenchmarkRun
     }
 
     /// <summary>
-    /// Seven measured iterations of at least 100 ms, as the custom harness ran before, after ten
-    /// warm-ups, because cells with several workers reach their tier-1 speed only after a few.
-    /// Invocations are not unrolled, because one invocation runs many pairs and can take longer
-    /// than an iteration; the empty-call overhead is not subtracted, being nothing against an
-    /// invocation of milliseconds; and no iteration is dropped as an outlier, so min–max shows
-    /// every measured iteration.
+    /// Seven measured iterations of at least 100 ms after ten warm-ups, because cells with several
+    /// workers reach their tier-1 speed only after a few. Invocations are not unrolled, because one
+    /// invocation runs many pairs and can take longer than an iteration; the empty-call overhead is
+    /// not subtracted, being nothing against an invocation of thousands of requests or pairs; and no
+    /// iteration is dropped as an outlier, so min–max shows every measured iteration.
     /// </summary>
     private static Job FullJob => Job.Default
         .WithId("full")

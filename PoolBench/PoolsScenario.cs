@@ -140,7 +140,7 @@ internal sealed class PoolsScenario(BenchOptions options)
         {
             var result = new PoolsResult(
                 cell.Name, Name(RentalPattern.Short), PoolOptionsCostBenchmarks.Capacity, 1, 1, cell.MedianNs, cell.MinNs, cell.MaxNs,
-                cell.BytesPerOp.GetValueOrDefault(), null, cell.Mops, cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
+                cell.BytesPerOp.GetValueOrDefault(), null, cell.Mops, cell == fixedPoint ? null : cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
             report.Add(result);
             table.Row(
                 result.Impl,

@@ -17,7 +17,7 @@ namespace PoolBench;
 /// interrupts every core the process runs on. The count is taken in the process that runs the
 /// case by <see cref="MeasuredBarrierCount"/>, over the measured iterations only, and read here
 /// from the file it appends to. Cases that do not record a count (the peers, which run none of our
-/// barriers) get no value, which the summaries print as <c>-</c>.
+/// barriers) get no value, which the summaries print as <c>NA</c>; a count of 0 prints as <c>-</c>.
 /// </summary>
 internal sealed class ProcessWideBarrierDiagnoser(string logPath) : IDiagnoser
 {

@@ -59,6 +59,12 @@ if (microbenchmarks.Count > 0)
         return summary;
     }
 
+    if (options.Filters.Count > 0 && !summaries.Any(s => s.BenchmarksCases.Length > 0))
+    {
+        // A mistyped filter would otherwise print empty tables and exit 0.
+        report.Fail($"no benchmark case matches --filter {string.Join(" --filter ", options.Filters)}");
+    }
+
     foreach (ValidationError error in summaries.SelectMany(s => s.ValidationErrors).Where(e => e.IsCritical))
     {
         report.Fail($"BenchmarkDotNet: {error.Message}");

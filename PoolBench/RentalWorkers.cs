@@ -91,18 +91,22 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
         }
     }
 
-    /// <summary>Stops the workers and disposes the pool; after a run that timed out the workers are left parked, background threads.</summary>
+    /// <summary>Stops the workers and disposes the pool. After a run that timed out nothing is disposed: the workers
+    /// stay parked, as background threads, on barriers and a pool that disposing would pull from under them, and an
+    /// exception on a worker's thread would end the process before the failure is reported.</summary>
     public void Dispose()
     {
-        if (!_broken)
+        if (_broken)
         {
-            Volatile.Write(ref _stopping, true);
-            if (_start.SignalAndWait(s_timeout))
+            return;
+        }
+
+        Volatile.Write(ref _stopping, true);
+        if (_start.SignalAndWait(s_timeout))
+        {
+            foreach (Thread thread in _threads)
             {
-                foreach (Thread thread in _threads)
-                {
-                    thread.Join(s_timeout);
-                }
+                thread.Join(s_timeout);
             }
         }
 

@@ -18,7 +18,11 @@ internal static class ResultPlots
 
     public static void Write(string folder, IReadOnlyList<object> results, string label)
     {
-        PoolsResult[] pools = results.OfType<PoolsResult>().Where(r => PoolsScenario.Impls.Contains(r.Impl)).ToArray();
+        // The comparison's cells; the options-cost table's DefaultObjectPool row, reported after them, repeats one of its keys.
+        PoolsResult[] pools = results.OfType<PoolsResult>()
+            .Where(r => PoolsScenario.Impls.Contains(r.Impl))
+            .DistinctBy(r => (r.Impl, r.Pattern, r.Capacity, r.Workers))
+            .ToArray();
         EchoResult[] echoes = results.OfType<EchoResult>().Where(r => r.Messages > 0).ToArray();
         if (pools.Length == 0 && echoes.Length == 0)
         {

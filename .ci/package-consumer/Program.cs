@@ -1,4 +1,3 @@
-using System.Net;
 using System.Net.Sockets;
 using System.Text;
 using Microsoft.Extensions.Configuration;
@@ -102,19 +101,3 @@ foreach (string failure in failures)
 
 Console.WriteLine(failures.Count == 0 ? "package consumer: PoolLib and SocketServers work from their packages" : $"package consumer: {failures.Count} of the checks failed");
 return failures.Count == 0 ? 0 : 1;
-
-/// <summary>The subclass in PoolLib's README: makes buffers of one size, clears them on release.</summary>
-internal sealed class BufferPool : Pool<byte[]>
-{
-    private readonly int _size;
-
-    public BufferPool(int size, int maxCapacity) : base(maxCapacity)
-    {
-        _size = size;
-        TryAllocatePush(maxCapacity / 2);
-    }
-
-    protected override byte[] ObjectConstructor() => new byte[_size];
-
-    protected override void CleanUp(byte[] buffer) => Array.Clear(buffer);
-}
