@@ -30,6 +30,10 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 {
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
+
+    // Cancelled by the token of any StopAsync call, to end the grace period; never disposed, so that a caller's
+    // token cancelled at any time, even after dispose, can cancel it (it holds no timer or wait handle).
+    private readonly CancellationTokenSource _gracePeriodCut = new();
     private readonly TimeSpan _stopGracePeriod;
     private readonly bool _reusePort;
 
@@ -157,13 +161,15 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <summary>
     /// Stops the server: no new connections or datagrams are taken, in-flight echoes get the stop grace
     /// period to finish, then what is left is closed. The task completes when every pooled args is back in
-    /// the pool. Calling it again, or before start, returns the same completed work and does nothing more.
+    /// the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
+    /// token can still end the grace period.
     /// </summary>
-    /// <param name="cancellationToken">Cancelling it ends the grace period at once; the stop still waits for
-    /// the closed operations to come back.</param>
+    /// <param name="cancellationToken">Cancelling it ends the grace period at once, whichever call passed it; the
+    /// stop still waits for the closed operations to come back.</param>
     /// <returns>A task that completes when the server has stopped.</returns>
     public Task StopAsync(CancellationToken cancellationToken = default)
     {
+        Task stop;
         lock (_gate)
         {
             if (_stopTask is null)
@@ -171,7 +177,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
                 if (_state == State.Running)
                 {
                     _state = State.Stopping;
-                    _stopTask = StopCoreAsync(cancellationToken);
+                    _stopTask = StopCoreAsync();
                 }
                 else
                 {
@@ -180,8 +186,16 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
                 }
             }
 
-            return _stopTask;
+            stop = _stopTask;
         }
+
+        if (cancellationToken.CanBeCanceled && !stop.IsCompleted)
+        {
+            CancellationTokenRegistration cut = cancellationToken.UnsafeRegister(static state => ((CancellationTokenSource)state!).Cancel(), _gracePeriodCut);
+            stop.ContinueWith(static (_, state) => ((CancellationTokenRegistration)state!).Dispose(), cut, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+        }
+
+        return stop;
     }
 
     /// <summary>Stops the server if it is running (as <see cref="StopAsync"/>) and frees its pool.
@@ -212,7 +226,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <inheritdoc/>
     public override string ToString() => $"{ProtocolName} echo server on {LocalEndPoint?.ToString() ?? "(not bound)"}";
 
-    private async Task StopCoreAsync(CancellationToken cancellationToken)
+    private async Task StopCoreAsync()
     {
         // Leave the caller's lock before doing any work.
         await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
@@ -221,7 +235,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             await _stopping.CancelAsync().ConfigureAwait(false);
             await StopReceivingAsync().ConfigureAwait(false);
             Task drained = DrainAsync();
-            await drained.WaitAsync(_stopGracePeriod, cancellationToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            await drained.WaitAsync(_stopGracePeriod, _gracePeriodCut.Token).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             if (!drained.IsCompleted)
             {
                 Abort();

@@ -321,6 +321,40 @@ public sealed partial class TcpEchoServerTests
         }
     }
 
+    // The first stop passes no token and would give the echo a day; the host's later stop, with its shutdown
+    // timeout as a token, must still be able to end that grace period.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task StopAsync_LaterCallsTokenCancelled_EndsTheGracePeriodOfTheStopUnderWay(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromDays(1), cancellationToken);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            // The client writes and never reads or closes: the connection cannot drain before the grace period ends.
+            Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+            Task first = server.StopAsync();
+            using var shutdownTimeout = new CancellationTokenSource();
+            Task second = server.StopAsync(shutdownTimeout.Token);
+            Assert.That(first.IsCompleted, Is.False, "the connection holds the first stop");
+
+            await shutdownTimeout.CancelAsync();
+            await Task.WhenAll(first, second).WaitAsync(cancellationToken);
+
+            EchoServerCounters counters = server.Counters;
+            Assert.That(counters.CurrentConnections, Is.Zero);
+            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
+            Assert.That(async () => await writer, Throws.InstanceOf<SocketException>());
+        }
+        finally
+        {
+            // Closing the client ends the connection, so that a stop whose grace period was not cut still ends.
+            client.Dispose();
+            await server.DisposeAsync();
+        }
+    }
+
     [Test]
     [CancelAfter(10_000)]
     public async Task DisposeAsync_Running_StopsListening(CancellationToken cancellationToken)
