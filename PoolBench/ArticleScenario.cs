@@ -23,7 +23,7 @@ internal sealed class ArticleScenario(BenchOptions options)
         {
             int requests = cell.Parameter<int>(nameof(ArticleBenchmarks.Requests));
             var result = new ArticleResult(
-                requests, cell.Name, cell.MedianNs / 1e9, cell.MinNs / 1e9, cell.MaxNs / 1e9, cell.BytesPerOp.GetValueOrDefault() / requests, cell.Iterations);
+                requests, cell.Name, cell.MedianNs / 1e9, cell.MinNs / 1e9, cell.MaxNs / 1e9, cell.BytesPerOp / requests, cell.Iterations);
             results.Add(result);
             report.Add(result);
         }
@@ -58,7 +58,7 @@ internal sealed class ArticleScenario(BenchOptions options)
         {
             table.Row([
                 CellText.Count(requests),
-                .. s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode) is { } r ? CellText.Number(r.BytesPerRequest) : "—"),
+                .. s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode) is { } r ? CellText.Optional(r.BytesPerRequest) : "—"),
             ]);
         }
 

@@ -4,7 +4,8 @@ namespace PoolBench;
 
 /// <summary>
 /// One cell of the pools comparison, as written to JSON. <see cref="BarriersPer1kPairs"/> is null
-/// for the peers, which run no process-wide barriers of ours.
+/// for the peers, which run no process-wide barriers of ours; <see cref="BytesPerOp"/> is null when
+/// BenchmarkDotNet's memory diagnoser gave no figure.
 /// </summary>
 internal sealed record PoolsResult(
     string Impl,
@@ -15,7 +16,7 @@ internal sealed record PoolsResult(
     double NsPerOp,
     double NsPerOpMin,
     double NsPerOpMax,
-    double BytesPerOp,
+    double? BytesPerOp,
     // Named by hand: the snake_case policy keeps a digit with its word and would write "barriers_per1k_pairs".
     [property: JsonPropertyName("barriers_per_1k_pairs")] double? BarriersPer1kPairs,
     double Mops,

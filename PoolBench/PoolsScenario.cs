@@ -79,7 +79,7 @@ internal sealed class PoolsScenario(BenchOptions options)
             double? barriers = cell.Metrics.TryGetValue(ProcessWideBarrierDiagnoser.Descriptor.Id, out Metric? metric) ? metric.Value : null;
             results.Add(new PoolsResult(
                 cell.Name, Name(pattern), capacity, workers, PoolsBenchmarks.HeldPerWorker(pattern, capacity, workers),
-                cell.MedianNs, cell.MinNs, cell.MaxNs, cell.BytesPerOp.GetValueOrDefault(), barriers, cell.Mops, cell.MedianNs / ours?.MedianNs,
+                cell.MedianNs, cell.MinNs, cell.MaxNs, cell.BytesPerOp, barriers, cell.Mops, cell.MedianNs / ours?.MedianNs,
                 cell.OperationsPerIteration, cell.Iterations));
         }
 
@@ -123,7 +123,7 @@ internal sealed class PoolsScenario(BenchOptions options)
             table.Row([
                 impl,
                 .. patterns.Select(pattern => CellText.Optional(
-                    results.Where(r => r.Impl == impl && r.Pattern == pattern).Select(r => (double?)r.BytesPerOp).DefaultIfEmpty().Max(), 2)),
+                    results.Where(r => r.Impl == impl && r.Pattern == pattern).Select(r => r.BytesPerOp).DefaultIfEmpty().Max(), 2)),
             ]);
         }
 
@@ -140,13 +140,13 @@ internal sealed class PoolsScenario(BenchOptions options)
         {
             var result = new PoolsResult(
                 cell.Name, Name(RentalPattern.Short), PoolOptionsCostBenchmarks.Capacity, 1, 1, cell.MedianNs, cell.MinNs, cell.MaxNs,
-                cell.BytesPerOp.GetValueOrDefault(), null, cell.Mops, cell == fixedPoint ? null : cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
+                cell.BytesPerOp, null, cell.Mops, cell == fixedPoint ? null : cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
             report.Add(result);
             table.Row(
                 result.Impl,
                 CellText.Number(result.NsPerOp),
                 CellText.Spread(result.NsPerOpMin, result.NsPerOpMax, v => CellText.Number(v)),
-                CellText.Number(result.BytesPerOp, 2),
+                CellText.Optional(result.BytesPerOp, 2),
                 CellText.Ratio(result.RatioVsOurs));
         }
 
