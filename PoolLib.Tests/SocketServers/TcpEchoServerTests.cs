@@ -300,20 +300,15 @@ public sealed partial class TcpEchoServerTests
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         try
         {
-            // The client writes far more than the socket buffers hold and reads nothing, so the server's echo
-            // soon blocks in a send that only the end of the grace period can end. Whether it is already
-            // blocked when the stop begins depends on scheduling, so the test asserts what holds either way:
-            // the stop completes, the connection is gone, every args is back, and the writer is cut off.
-            Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
-            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+            // Whether the echo is already blocked in its send when the stop begins depends on scheduling, so the
+            // test asserts what holds either way: the stop completes, the connection is gone, every args is back,
+            // and the writer is cut off.
+            Task writer = await WriteWithoutReadingAsync(server, client, cancellationToken);
 
             await server.StopAsync(cancellationToken);
 
-            EchoServerCounters counters = server.Counters;
-            Assert.That(counters.CurrentConnections, Is.Zero);
-            Assert.That(counters.TotalConnections, Is.EqualTo(1));
-            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
-            Assert.That(async () => await writer, Throws.InstanceOf<SocketException>());
+            Assert.That(server.Counters.TotalConnections, Is.EqualTo(1));
+            await AssertCutOffWithEveryArgsBackAsync(server, writer);
         }
         finally
         {
@@ -331,9 +326,8 @@ public sealed partial class TcpEchoServerTests
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         try
         {
-            // The client writes and never reads or closes: the connection cannot drain before the grace period ends.
-            Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
-            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+            // The client never reads or closes: the connection cannot drain before the grace period ends.
+            Task writer = await WriteWithoutReadingAsync(server, client, cancellationToken);
             Task first = server.StopAsync();
             using var shutdownTimeout = new CancellationTokenSource();
             Task second = server.StopAsync(shutdownTimeout.Token);
@@ -342,10 +336,7 @@ public sealed partial class TcpEchoServerTests
             await shutdownTimeout.CancelAsync();
             await Task.WhenAll(first, second).WaitAsync(cancellationToken);
 
-            EchoServerCounters counters = server.Counters;
-            Assert.That(counters.CurrentConnections, Is.Zero);
-            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
-            Assert.That(async () => await writer, Throws.InstanceOf<SocketException>());
+            await AssertCutOffWithEveryArgsBackAsync(server, writer);
         }
         finally
         {
@@ -486,5 +477,25 @@ public sealed partial class TcpEchoServerTests
         {
             // Reset by the stop: expected.
         }
+    }
+
+    /// <summary>Has <paramref name="client"/> write far more than the socket buffers hold and read nothing, so that
+    /// the server's echo soon blocks in a send only the end of the grace period can end.</summary>
+    /// <returns>The write, once the server has echoed part of it.</returns>
+    private static async Task<Task> WriteWithoutReadingAsync(TcpEchoServer server, Socket client, CancellationToken cancellationToken)
+    {
+        Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+        return writer;
+    }
+
+    /// <summary>After a stop that had to close a writing client: no connection is left, every args is back in the
+    /// pool, and the client's write failed.</summary>
+    private static async Task AssertCutOffWithEveryArgsBackAsync(TcpEchoServer server, Task writer)
+    {
+        EchoServerCounters counters = server.Counters;
+        Assert.That(counters.CurrentConnections, Is.Zero);
+        Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
+        await Assert.ThatAsync(async () => await writer, Throws.InstanceOf<SocketException>());
     }
 }
