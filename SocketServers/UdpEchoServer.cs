@@ -251,8 +251,12 @@ public sealed partial class UdpEchoServer : EchoServer
             case SocketError.NetworkUnreachable:
             case SocketError.NetworkReset:
             case SocketError.HostDown:
-                // An ICMP error about an earlier reply; the socket is fine.
-                Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
+                // An ICMP error about an earlier reply; the socket is fine. One can come per datagram, so the
+                // endpoint (read under the server's lock) is not read unless the line is logged.
+                if (Logger.IsEnabled(LogLevel.Debug))
+                {
+                    Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
+                }
                 return true;
             case SocketError.OperationAborted:
             case SocketError.Interrupted:
