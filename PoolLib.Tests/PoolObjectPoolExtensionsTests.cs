@@ -25,10 +25,47 @@ public sealed class PoolObjectPoolExtensionsTests
 
     [Test]
     [CancelAfter(10_000)]
-    public async Task Get_PoolExhausted_WaitsForAReturn(CancellationToken cancellationToken)
+    public void Get_PoolExhaustedByObjectsNeverReturned_MakesAnObjectOutsideThePool(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(2);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject[] dropped = [objects.Get(), objects.Get()];
+
+        var third = Task.Run(objects.Get, cancellationToken);
+
+        Assert.That(third.Wait(TimeSpan.FromSeconds(5)), Is.True, "Get waited for an object that will never come back");
+        Assert.That(third.Result, Is.Not.AnyOf(dropped));
+        Assert.That(pool.TotalCount, Is.EqualTo(2), "the object made outside the pool is not counted");
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public void Return_ObjectMadeOutsideThePool_DisposesItAndLeavesThePoolAsItWas(CancellationToken cancellationToken)
     {
         using var pool = new TrackedPool(1);
         ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject pooled = objects.Get();
+        var second = Task.Run(objects.Get, cancellationToken);
+        Assert.That(second.Wait(TimeSpan.FromSeconds(5)), Is.True, "Get waited for an object that may never come back");
+        TrackedObject unpooled = second.Result;
+
+        objects.Return(unpooled);
+
+        Assert.That(unpooled.DisposeCount, Is.EqualTo(1));
+        Assert.That(pool.CleanUpCount, Is.Zero);
+        Assert.Throws<ArgumentException>(() => objects.Return(unpooled), "returned twice");
+        objects.Return(pooled);
+        Assert.That(pool.TotalCount, Is.EqualTo(1));
+        Assert.That(pool.AvailableCount, Is.EqualTo(1));
+        Assert.That(objects.Get(), Is.SameAs(pooled));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Get_WaitingAdapterPoolExhausted_WaitsForAReturn(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool(waitWhileExhausted: true);
         TrackedObject held = objects.Get();
         var second = Task.Run(objects.Get, cancellationToken);
         await Poll.UntilAsync(() => pool.WaiterCount == 1, cancellationToken);
@@ -37,6 +74,7 @@ public sealed class PoolObjectPoolExtensionsTests
         objects.Return(held);
 
         Assert.That(await second, Is.SameAs(held));
+        Assert.That(pool.CreatedCount, Is.EqualTo(1));
     }
 
     [Test]
@@ -67,8 +105,10 @@ public sealed class PoolObjectPoolExtensionsTests
     public void AsObjectPool_NullPool_Throws()
     {
         var exception = Assert.Throws<ArgumentNullException>(() => PoolObjectPoolExtensions.AsObjectPool<TrackedObject>(null!));
+        var waiting = Assert.Throws<ArgumentNullException>(() => PoolObjectPoolExtensions.AsObjectPool<TrackedObject>(null!, waitWhileExhausted: true));
 
         Assert.That(exception!.ParamName, Is.EqualTo("pool"));
+        Assert.That(waiting!.ParamName, Is.EqualTo("pool"));
     }
 
     [Test]

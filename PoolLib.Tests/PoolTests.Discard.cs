@@ -157,4 +157,21 @@ public sealed partial class PoolTests
         Assert.That(held.Object.DisposeCount, Is.EqualTo(1));
         AssertCounts(pool, total: 1, available: 0);
     }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public void TakeSlotAsync_WaiterHandedAnInvalidObjectWhoseDisposeThrows_FailsAndGivesItsPlaceBack(CancellationToken cancellationToken)
+    {
+        using var pool = new ValidatingPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
+        held.Object.DisposeFailure = new InvalidOperationException("broken");
+        pool.OnValidate = _ => false;
+
+        pool.Release(held);
+
+        Assert.That(async () => await waiting, Throws.InvalidOperationException.With.Message.EqualTo("broken"));
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.TryTakeSlot(out _), Is.True, "the place under the cap came back");
+    }
 }

@@ -100,4 +100,20 @@ public sealed partial class PoolTests
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static PoolSlot<TrackedObject> TakeForLeakTest(TrackedPool pool) => pool.TakeSlot();
+
+    [Test]
+    public void RentalLeakSuspected_FirstHandlerThrows_LaterHandlersStillRaised()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, LeakDetectionThreshold = s_leakThreshold, TimeProvider = time });
+        int reports = 0;
+        pool.RentalLeakSuspected += (sender, args) => throw new InvalidOperationException("handler failed");
+        pool.RentalLeakSuspected += (sender, args) => reports++;
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+
+        AdvanceInTicks(time, 2 * s_leakThreshold);
+
+        Assert.That(reports, Is.EqualTo(1));
+        pool.Release(slot);
+    }
 }

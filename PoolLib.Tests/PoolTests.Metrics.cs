@@ -1,3 +1,4 @@
+using System.Diagnostics.Metrics;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using PoolLib.Tests.Fakes;
 
@@ -133,4 +134,58 @@ public sealed partial class PoolTests
         collector.GetMeasurementSnapshot()
             .Last(m => Equals(m.Tags["pool.name"], poolName) && (state is null || Equals(m.Tags["pool.object.state"], state)))
             .Value;
+
+    [TestCase("pool.objects.created")]
+    [TestCase("pool.objects.discarded")]
+    [TestCase("pool.take.wait_time")]
+    [TestCase("pool.take.timeouts")]
+    [CancelAfter(10_000)]
+    public async Task Metrics_ListenerThrowsFromAMeasurement_NoObjectOrPlaceUnderTheCapLost(string instrumentName, CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName() });
+        using MeterListener listener = ThrowingListener(instrumentName, pool.Name);
+
+        pool.TakeSlot().Discard();
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
+        pool.Release(held);
+        PoolSlot<TrackedObject> served = await waiting;
+        bool timedOut = !pool.TryTakeSlot(TimeSpan.FromMilliseconds(1), out _);
+        pool.Release(served);
+
+        Assert.That(timedOut, Is.True);
+        Assert.That(served.Object, Is.SameAs(held.Object));
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    /// <summary>A listener whose callback throws for every measurement of <paramref name="instrumentName"/> tagged with <paramref name="poolName"/>.</summary>
+    private static MeterListener ThrowingListener(string instrumentName, string poolName)
+    {
+        var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, listening) =>
+            {
+                if (instrument.Meter.Name == "PoolLib" && instrument.Name == instrumentName)
+                {
+                    listening.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+
+        void ThrowForThePool(ReadOnlySpan<KeyValuePair<string, object?>> tags)
+        {
+            foreach (KeyValuePair<string, object?> tag in tags)
+            {
+                if (tag.Key == "pool.name" && Equals(tag.Value, poolName))
+                {
+                    throw new InvalidOperationException("the listener failed");
+                }
+            }
+        }
+
+        listener.SetMeasurementEventCallback<long>((instrument, value, tags, state) => ThrowForThePool(tags));
+        listener.SetMeasurementEventCallback<double>((instrument, value, tags, state) => ThrowForThePool(tags));
+        listener.Start();
+        return listener;
+    }
 }

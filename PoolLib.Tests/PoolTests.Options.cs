@@ -114,4 +114,33 @@ public sealed partial class PoolTests
         Assert.That(slot.Object.DisposeCount, Is.Zero);
         AssertCounts(pool, total: 1, available: 1);
     }
+
+    private static readonly TimeSpan[] s_spansBeyondTheTimersRange = [TimeSpan.FromDays(199), TimeSpan.FromDays(10_000), TimeSpan.MaxValue];
+    private static readonly TimeSpan[] s_spansOverAThousandDays = [TimeSpan.FromDays(10_000), TimeSpan.MaxValue];
+
+    [TestCaseSource(nameof(s_spansBeyondTheTimersRange))]
+    public void Constructor_TimeSpansBeyondWhatATimerTakes_AcceptedWithTheSystemClock(TimeSpan span)
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, IdleTimeout = span, MaxObjectLifetime = span, LeakDetectionThreshold = span });
+
+        pool.Release(pool.TakeSlot());
+
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [TestCaseSource(nameof(s_spansOverAThousandDays))]
+    public void MaintenanceTimer_SpansBeyondWhatATimerTakes_ObjectsIdleForAThousandDaysKept(TimeSpan span)
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, IdleTimeout = span, MaxObjectLifetime = span, TimeProvider = time });
+        pool.Release(pool.TakeSlot());
+
+        for (int day = 0; day < 1_000; day++)
+        {
+            time.Advance(TimeSpan.FromDays(1));
+        }
+
+        AssertCounts(pool, total: 1, available: 1);
+        Assert.That(pool.Created.Single().DisposeCount, Is.Zero);
+    }
 }

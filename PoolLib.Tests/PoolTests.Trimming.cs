@@ -349,7 +349,7 @@ public sealed partial class PoolTests
         Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.LessThanOrEqualTo(1));
         Assert.That(pool.Created.Count(created => created.DisposeCount == 0), Is.EqualTo(pool.TotalCount), "every object not disposed is still the pool's");
         Assert.That(pool.StoredCount, Is.EqualTo(pool.TotalCount), "and stored exactly once");
-        Assert.That(pool.TotalCount, Is.LessThanOrEqualTo(maxCapacity));
+        Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(maxCapacity), "never more objects alive at once than the cap");
         Assert.That(pool.Created.Count, Is.GreaterThan(maxCapacity), "the race discarded and made objects");
 
         // Phase 2: the same race, and Dispose once every worker is warm.
@@ -407,5 +407,36 @@ public sealed partial class PoolTests
         {
             time.Advance(s_idleTick);
         }
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public void Clear_WhileTrimHasTheIdleObjectsOut_NoObjectFromBeforeItIsHandedOutAfterwards(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 8, MinIdle = 4 });
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, 8).Select(_ => pool.TakeSlot())];
+        using var trimming = new ManualResetEventSlim();
+        using var resume = new ManualResetEventSlim();
+        foreach (PoolSlot<TrackedObject> slot in slots)
+        {
+            slot.Object.OnDispose = () =>
+            {
+                trimming.Set();
+                resume.Wait(cancellationToken);
+            };
+            pool.Release(slot);
+        }
+
+        // Trim takes every idle object out, and stops in the Dispose of the first it trims.
+        var trim = Task.Factory.StartNew(pool.Trim, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        trimming.Wait(cancellationToken);
+        pool.Clear();
+        resume.Set();
+        Assert.That(trim.Wait(TimeSpan.FromSeconds(5)), Is.True);
+        TrackedObject[] takenAfter = [.. Enumerable.Range(0, 8).Select(_ => pool.TakeSlot().Object)];
+
+        Assert.That(takenAfter, Has.None.AnyOf(slots.Select(slot => slot.Object).ToArray()), "objects idle before Clear were handed out after it");
+        Assert.That(slots.Select(slot => slot.Object.DisposeCount), Is.All.EqualTo(1), "every object from before Clear is disposed once");
+        AssertCounts(pool, total: 8, available: 0);
     }
 }

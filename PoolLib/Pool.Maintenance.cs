@@ -8,6 +8,9 @@ public abstract partial class Pool<T>
     // The idle sweep and the leak scan, on one timer per pool; null when neither option is on.
     private ITimer? _maintenanceTimer;
 
+    // The longest period a timer accepts: uint.MaxValue - 1 milliseconds, about 49.7 days.
+    private const long MaxTimerPeriodTicks = (uint.MaxValue - 1L) * TimeSpan.TicksPerMillisecond;
+
     // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
     private int _sweeping;
 
@@ -19,7 +22,7 @@ public abstract partial class Pool<T>
     /// Raised on a timer thread, a little after the threshold passes (within a quarter of the
     /// shortest of <see cref="PoolOptions.LeakDetectionThreshold"/> and <see cref="PoolOptions.IdleTimeout"/>).
     /// The rental goes on: the pool only reports it. An exception thrown by a handler is caught and
-    /// dropped, so that the pool's timer keeps running.
+    /// dropped, so that the pool's timer and the other handlers keep running.
     /// </remarks>
     public event EventHandler<PoolLeakEventArgs>? RentalLeakSuspected;
 
@@ -59,13 +62,16 @@ public abstract partial class Pool<T>
     /// <exception cref="AggregateException">Several idle objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
     /// For objects that all went bad at once, such as connections to a server that restarted.
-    /// <see cref="PoolOptions.MinIdle"/> does not apply. A release that runs at the same time as this
-    /// call may still store its object. After the first call, every release compares one more field.
+    /// <see cref="PoolOptions.MinIdle"/> does not apply. An object made before this call and stored
+    /// while it runs (by a concurrent release, <see cref="Trim"/> or idle sweep) is disposed when a
+    /// taker or a later trim finds it, never handed out. After the first call, every take and
+    /// release compares one more field.
     /// </remarks>
     public void Clear()
     {
         ThrowIfDisposed();
         Interlocked.Increment(ref _generation);
+        Interlocked.Or(ref _takeChecks, DiscardCleared);
         Interlocked.Or(ref _releaseChecks, DiscardCleared);
         TrimIdle(idleSince: null, out List<Exception>? failures, keep: 0);
         if (failures is not null)
@@ -94,7 +100,7 @@ public abstract partial class Pool<T>
             return;
         }
 
-        TimeSpan period = TimeSpan.FromTicks(Math.Max(TimeSpan.TicksPerMillisecond, span.Ticks / 4));
+        TimeSpan period = TimeSpan.FromTicks(Math.Clamp(span.Ticks / 4, TimeSpan.TicksPerMillisecond, MaxTimerPeriodTicks));
 
         // The timer holds the pool weakly, so a pool its user forgot to dispose can still be
         // collected (its timer then stops itself); and it captures no execution context, so it keeps
@@ -206,14 +212,22 @@ public abstract partial class Pool<T>
             return;
         }
 
-        var args = new PoolLeakEventArgs(_name, _timeProvider.GetElapsedTime(rentedAt, now), takenAt);
-        try
+        if (RentalLeakSuspected is not { } handlers)
         {
-            RentalLeakSuspected?.Invoke(this, args);
+            return;
         }
-        catch (Exception)
+
+        var args = new PoolLeakEventArgs(_name, _timeProvider.GetElapsedTime(rentedAt, now), takenAt);
+        foreach (EventHandler<PoolLeakEventArgs> handler in Delegate.EnumerateInvocationList(handlers))
         {
-            // A handler's failure must not stop the timer, or the process with it (see the event's remarks).
+            try
+            {
+                handler(this, args);
+            }
+            catch (Exception)
+            {
+                // A handler's failure must not stop the timer, the process, or the handlers after it (see the event's remarks).
+            }
         }
     }
 
@@ -266,13 +280,16 @@ public abstract partial class Pool<T>
         // Oldest first: the first taken were the most recently stored, so they are the ones kept,
         // and pushed last, they end up on top again.
         int disposed = 0;
-        int canTrim = idle.Count(slot => !slot.Expired) - keep;
+        // An object made before the last Clear goes too: a Clear that ran while these were out found none of them.
+        int generation = Volatile.Read(ref _generation);
+        int canTrim = idle.Count(slot => !slot.Expired && slot.Generation == generation) - keep;
         for (int i = idle.Count - 1; i >= 0; i--)
         {
             PoolSlot<T> slot = idle[i];
             long stamp = Volatile.Read(ref slot.IdleSince);
             PoolMetrics.DiscardReason? reason =
                 slot.Expired ? PoolMetrics.DiscardReason.Expired
+                : slot.Generation != generation ? PoolMetrics.DiscardReason.Trimmed
                 : canTrim > 0 && (idleSince is not { } limit || (stamp != 0 && stamp <= limit)) ? PoolMetrics.DiscardReason.Trimmed
                 : null;
             if (reason is null)
@@ -281,7 +298,7 @@ public abstract partial class Pool<T>
                 continue;
             }
 
-            canTrim -= reason == PoolMetrics.DiscardReason.Trimmed ? 1 : 0;
+            canTrim -= reason == PoolMetrics.DiscardReason.Trimmed && slot.Generation == generation ? 1 : 0;
             disposed++;
             try
             {

@@ -53,7 +53,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     private readonly SlotStorage<T> _storage = new();
     private readonly string _name;
     private readonly TimeProvider _timeProvider;
-    private readonly int _takeChecks;
 
     // In TimeProvider timestamp units; 0 where the option is off.
     private readonly long _maxObjectLifetime;
@@ -61,7 +60,8 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     private readonly long _leakDetectionThreshold;
     private readonly int _minIdle;
 
-    // Gains DiscardCleared with the first Clear, and keeps it; otherwise fixed at construction.
+    // Each gains DiscardCleared with the first Clear, and keeps it; otherwise fixed at construction.
+    private int _takeChecks;
     private int _releaseChecks;
 
     // How many times Clear has run; a slot made before the last Clear has an older value.
@@ -490,13 +490,23 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         }
     }
 
+    /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>
+    internal T CreateUnpooled()
+    {
+        ThrowIfDisposed();
+        return Construct();
+    }
+
+    private T Construct() =>
+        ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+
     /// <summary>Makes an object and its slot with one unit of budget the caller already holds.</summary>
     private PoolSlot<T> CreateSlot()
     {
         T @object;
         try
         {
-            @object = ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+            @object = Construct();
         }
         catch
         {
@@ -550,7 +560,17 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     [MethodImpl(MethodImplOptions.NoInlining)]
     private bool PassesTakeChecks(PoolSlot<T> slot, bool keepBudgetIfInvalid)
     {
-        if ((_takeChecks & ValidateOnTake) != 0)
+        int checks = Volatile.Read(ref _takeChecks);
+
+        // A Clear promises that no object idle before it is handed out after it, even one that a
+        // concurrent Trim or idle sweep had out of storage while Clear emptied it.
+        if ((checks & DiscardCleared) != 0 && slot.Generation != Volatile.Read(ref _generation))
+        {
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Trimmed, keepBudgetIfInvalid);
+            return false;
+        }
+
+        if ((checks & ValidateOnTake) != 0)
         {
             bool valid;
             try
@@ -565,17 +585,35 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
             if (!valid)
             {
-                Discard(slot, PoolMetrics.DiscardReason.Invalid, returnBudget: !keepBudgetIfInvalid);
+                DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepBudgetIfInvalid);
                 return false;
             }
         }
 
-        if ((_takeChecks & TrackRentals) != 0)
+        if ((checks & TrackRentals) != 0)
         {
             BeginTrackedRental(slot);
         }
 
         return true;
+    }
+
+    /// <summary>
+    /// Discards an idle object a take refused. A taker that keeps the place under the cap (to make a
+    /// new object with it) gives it back after all if the object's Dispose throws, since that
+    /// exception ends the take.
+    /// </summary>
+    private void DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepBudget)
+    {
+        try
+        {
+            Discard(slot, reason, returnBudget: !keepBudget);
+        }
+        catch (Exception) when (keepBudget)
+        {
+            ReturnBudget();
+            throw;
+        }
     }
 
     /// <summary>
@@ -794,7 +832,10 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         }
 
         ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(span, TimeSpan.Zero, OptionName(optionName));
-        return Math.Max(1, (long)(span.TotalSeconds * _timeProvider.TimestampFrequency));
+
+        // Spans too long for the clock's units (TimeSpan.MaxValue among them) mean "never" in practice.
+        double timestamps = span.TotalSeconds * _timeProvider.TimestampFrequency;
+        return timestamps >= long.MaxValue ? long.MaxValue : Math.Max(1, (long)timestamps);
     }
 
     /// <summary>Gets whether the concrete pool type overrides <see cref="Validate"/>; the default is never called.</summary>

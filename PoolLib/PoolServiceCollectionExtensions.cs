@@ -8,7 +8,7 @@ public static class PoolServiceCollectionExtensions
 {
     /// <summary>
     /// Registers a singleton <see cref="Pool{T}"/> made as <see cref="Pool.Create{T}(PoolOptions, Func{T}, Action{T}?)"/>
-    /// does, and a singleton <see cref="ObjectPool{T}"/> over it (see <see cref="PoolObjectPoolExtensions.AsObjectPool"/>).
+    /// does, and a singleton <see cref="ObjectPool{T}"/> over it (see <see cref="PoolObjectPoolExtensions.AsObjectPool{T}(Pool{T})"/>).
     /// </summary>
     /// <typeparam name="T">The pooled type.</typeparam>
     /// <param name="services">The container's registrations.</param>

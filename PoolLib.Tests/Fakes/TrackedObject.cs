@@ -1,7 +1,7 @@
 namespace PoolLib.Tests.Fakes;
 
 /// <summary>A pooled object that records who holds it and how often it was disposed.</summary>
-internal sealed class TrackedObject : IDisposable
+internal sealed class TrackedObject(Action? onFirstDispose = null) : IDisposable
 {
     private static int s_nextId;
     private int _holder;
@@ -14,6 +14,9 @@ internal sealed class TrackedObject : IDisposable
     /// <summary>Thrown from <see cref="Dispose"/> (after counting the call) when set.</summary>
     public Exception? DisposeFailure { get; set; }
 
+    /// <summary>Runs inside each <see cref="Dispose"/>, after counting it; block in it to hold the disposer there.</summary>
+    public Action? OnDispose { get; set; }
+
     /// <summary>Stamps <paramref name="holder"/> as the only holder; false if someone else holds it.</summary>
     public bool TryStampHolder(int holder) => Interlocked.CompareExchange(ref _holder, holder, 0) == 0;
 
@@ -22,7 +25,12 @@ internal sealed class TrackedObject : IDisposable
 
     public void Dispose()
     {
-        Interlocked.Increment(ref _disposeCount);
+        if (Interlocked.Increment(ref _disposeCount) == 1)
+        {
+            onFirstDispose?.Invoke();
+        }
+
+        OnDispose?.Invoke();
         if (DisposeFailure is { } failure)
         {
             throw failure;

@@ -6,6 +6,8 @@ namespace PoolLib.Tests.Fakes;
 internal class TrackedPool : Pool<TrackedObject>
 {
     private int _cleanUpCount;
+    private int _liveCount;
+    private int _peakLiveCount;
 
     public TrackedPool(int maxCapacity)
         : base(maxCapacity)
@@ -22,6 +24,9 @@ internal class TrackedPool : Pool<TrackedObject>
     public int CreatedCount => Created.Count;
 
     public int CleanUpCount => Volatile.Read(ref _cleanUpCount);
+
+    /// <summary>Gets the most objects that were ever alive at once (constructed and not yet disposed), counted by the objects themselves.</summary>
+    public int PeakLiveCount => Volatile.Read(ref _peakLiveCount);
 
     /// <summary>Runs before each construction; throw from it to make the constructor fail.</summary>
     public Action? BeforeConstruct { get; set; }
@@ -47,7 +52,13 @@ internal class TrackedPool : Pool<TrackedObject>
             return null!;
         }
 
-        var created = new TrackedObject();
+        var created = new TrackedObject(onFirstDispose: () => Interlocked.Decrement(ref _liveCount));
+        int live = Interlocked.Increment(ref _liveCount);
+        for (int peak = Volatile.Read(ref _peakLiveCount); live > peak; peak = Volatile.Read(ref _peakLiveCount))
+        {
+            Interlocked.CompareExchange(ref _peakLiveCount, live, peak);
+        }
+
         Created.Enqueue(created);
         return created;
     }

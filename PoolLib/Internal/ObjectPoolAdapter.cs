@@ -4,18 +4,36 @@ using Microsoft.Extensions.ObjectPool;
 namespace PoolLib.Internal;
 
 /// <summary>
-/// A <see cref="Pool{T}"/> seen as an <see cref="ObjectPool{T}"/>: <see cref="Get"/> takes (and waits
-/// while the pool is exhausted), <see cref="Return"/> releases. Each object's slot is found again
-/// through a table keyed by the object, filled the first time the object is handed out.
+/// A <see cref="Pool{T}"/> seen as an <see cref="ObjectPool{T}"/>: <see cref="Get"/> takes,
+/// <see cref="Return"/> releases. Each object's slot is found again through a table keyed by the
+/// object, filled the first time the object is handed out.
 /// </summary>
-internal sealed class ObjectPoolAdapter<T>(Pool<T> pool) : ObjectPool<T> where T : class
+/// <remarks>
+/// Callers of <see cref="ObjectPool{T}"/> may drop an object instead of returning it, so by default
+/// <see cref="Get"/> never waits: while the pool is exhausted it makes an object outside the pool,
+/// which <see cref="Return"/> disposes (if <see cref="IDisposable"/>) and drops, as
+/// <see cref="DefaultObjectPool{T}"/> does with an object it has no room for.
+/// </remarks>
+internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted) : ObjectPool<T> where T : class
 {
-    // Entries live as long as their objects; a lookup takes no lock and allocates nothing.
-    private readonly ConditionalWeakTable<T, PoolSlot<T>> _slots = [];
+    // The slot of each object handed out, or null for one made outside the pool. Entries live as
+    // long as their objects; a lookup takes no lock and allocates nothing.
+    private readonly ConditionalWeakTable<T, PoolSlot<T>?> _slots = [];
 
     public override T Get()
     {
-        PoolSlot<T> slot = pool.TakeSlot();
+        PoolSlot<T>? slot;
+        if (waitWhileExhausted)
+        {
+            slot = pool.TakeSlot();
+        }
+        else if (!pool.TryTakeSlot(out slot))
+        {
+            T unpooled = pool.CreateUnpooled();
+            _slots.AddOrUpdate(unpooled, null);
+            return unpooled;
+        }
+
         if (!_slots.TryGetValue(slot.Object, out _))
         {
             _slots.AddOrUpdate(slot.Object, slot);
@@ -30,6 +48,14 @@ internal sealed class ObjectPoolAdapter<T>(Pool<T> pool) : ObjectPool<T> where T
         if (!_slots.TryGetValue(obj, out PoolSlot<T>? slot))
         {
             throw new ArgumentException("The object was not taken from this pool.", nameof(obj));
+        }
+
+        if (slot is null)
+        {
+            // Made outside the pool: forgotten once returned, so a second Return throws as above.
+            _slots.Remove(obj);
+            (obj as IDisposable)?.Dispose();
+            return;
         }
 
         pool.Release(slot);

@@ -82,20 +82,57 @@ internal static class PoolMetrics
         }
     }
 
-    public static void Created(string poolName) => s_created.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+    // A listener's callback runs inside Add and Record, in the middle of a take, release or discard:
+    // an exception from it is dropped there, so that a failing observer never costs an object or a
+    // place under the cap.
 
-    public static void Discarded(string poolName, DiscardReason reason) =>
-        s_discarded.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName), new KeyValuePair<string, object?>("reason", TagValue(reason)));
+    public static void Created(string poolName)
+    {
+        try
+        {
+            s_created.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+        }
+        catch (Exception)
+        {
+        }
+    }
 
-    public static void TimedOut(string poolName) => s_timeouts.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+    public static void Discarded(string poolName, DiscardReason reason)
+    {
+        try
+        {
+            s_discarded.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName), new KeyValuePair<string, object?>("reason", TagValue(reason)));
+        }
+        catch (Exception)
+        {
+        }
+    }
+
+    public static void TimedOut(string poolName)
+    {
+        try
+        {
+            s_timeouts.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+        }
+        catch (Exception)
+        {
+        }
+    }
 
     /// <summary>Records a wait that began at <paramref name="startTimestamp"/> (<see cref="System.Diagnostics.Stopwatch"/>) and ended now.</summary>
     public static void Waited(string poolName, long startTimestamp)
     {
-        if (s_waitTime.Enabled)
+        if (!s_waitTime.Enabled)
         {
-            double seconds = System.Diagnostics.Stopwatch.GetElapsedTime(startTimestamp).TotalSeconds;
-            s_waitTime.Record(seconds, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+            return;
+        }
+
+        try
+        {
+            s_waitTime.Record(System.Diagnostics.Stopwatch.GetElapsedTime(startTimestamp).TotalSeconds, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+        }
+        catch (Exception)
+        {
         }
     }
 
