@@ -16,15 +16,4 @@ internal static class CellText
     public static string Ratio(double? ratio) => ratio is double r ? r.ToString("0.00", CultureInfo.InvariantCulture) + "×" : "—";
 
     public static string Optional(double? value, int decimals = 1) => value is double v ? Number(v, decimals) : "—";
-
-    /// <summary>
-    /// A rate of rare events: "—" when not measured, "0" when none happened, otherwise three
-    /// significant digits (at least), so that a small rate never prints as zero.
-    /// </summary>
-    public static string Rate(double? value) => value switch
-    {
-        null => "—",
-        0 => "0",
-        double v => Number(v, Math.Max(0, 2 - (int)Math.Floor(Math.Log10(v)))),
-    };
 }

@@ -32,12 +32,6 @@ internal static class MicrobenchmarkRun
     {
         string artifacts = Path.GetFullPath(options.ArtifactsPath);
         Directory.CreateDirectory(artifacts);
-        string barrierLog = Path.Combine(artifacts, "process-wide-barriers.tsv");
-        File.Delete(barrierLog);
-
-        // Benchmark processes inherit it: it tells them where to record their barrier counts.
-        Environment.SetEnvironmentVariable(MeasuredBarrierCount.LogVariable, barrierLog);
-
         string? solutionFolder = SolutionFolder();
         Job job = options.Quick ? QuickJob : solutionFolder is null ? FullJob.WithToolchain(InProcessEmitToolchain.DontLogOutput) : FullJob;
         if (!options.Quick && solutionFolder is null)
@@ -48,7 +42,6 @@ internal static class MicrobenchmarkRun
         ManualConfig config = ManualConfig.CreateEmpty()
             .AddJob(job)
             .AddColumnProvider(DefaultConfig.Instance.GetColumnProviders().ToArray())
-            .AddDiagnoser(new ProcessWideBarrierDiagnoser(barrierLog))
             .AddExporter(MarkdownExporter.GitHub, CsvExporter.Default)
             .AddAnalyser(DefaultConfig.Instance.GetAnalysers().ToArray())
             .AddValidator(DefaultConfig.Instance.GetValidators().ToArray())

@@ -42,21 +42,8 @@ public class PoolsBenchmarks
     public static int HeldPerWorker(RentalPattern pattern, int capacity, int workers) =>
         pattern == RentalPattern.Short ? 1 : Math.Max(1, capacity / workers);
 
-    /// <summary>
-    /// The key under which the case of our pool records its barrier count, the same in the process
-    /// that runs the case and in the host that reads it; null for every other case.
-    /// </summary>
-    public static string? BarrierKey(BenchmarkCase benchmarkCase) =>
-        benchmarkCase.Descriptor.Type == typeof(PoolsBenchmarks) && benchmarkCase.Descriptor.WorkloadMethod.Name == nameof(Ours)
-            ? BarrierKey((RentalPattern)benchmarkCase.Parameters[nameof(Pattern)], (int)benchmarkCase.Parameters[nameof(Capacity)], (int)benchmarkCase.Parameters[nameof(Workers)])
-            : null;
-
     [GlobalSetup(Target = nameof(Ours))]
-    public void StartOurs()
-    {
-        MeasuredBarrierCount.Start();
-        Start(new OurPoolUnderTest(Capacity));
-    }
+    public void StartOurs() => Start(new OurPoolUnderTest(Capacity));
 
     [GlobalSetup(Target = nameof(DefaultObjectPool))]
     public void StartDefaultObjectPool() => Start(new DefaultObjectPoolUnderTest(Capacity));
@@ -70,14 +57,7 @@ public class PoolsBenchmarks
     [GlobalSetup(Target = nameof(New))]
     public void StartNew() => Start(new NoPoolUnderTest());
 
-    [GlobalCleanup(Target = nameof(Ours))]
-    public void StopOurs()
-    {
-        Stop();
-        MeasuredBarrierCount.Record(BarrierKey(Pattern, Capacity, Workers));
-    }
-
-    [GlobalCleanup(Targets = [nameof(DefaultObjectPool), nameof(ConcurrentBag), nameof(ConcurrentStack), nameof(New)])]
+    [GlobalCleanup]
     public void Stop()
     {
         _workers?.Dispose();
@@ -98,8 +78,6 @@ public class PoolsBenchmarks
 
     [Benchmark(Description = NoPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation)]
     public void New() => _workers!.Run();
-
-    private static string BarrierKey(RentalPattern pattern, int capacity, int workers) => $"{pattern}/{capacity}/{workers}";
 
     private void Start<TPool>(TPool pool)
         where TPool : struct, IPoolUnderTest =>

@@ -6,8 +6,7 @@ namespace PoolBench;
 /// Our <c>Pool&lt;T&gt;</c> against the pools a .NET user would pick instead, from the
 /// BenchmarkDotNet summaries of <see cref="PoolsBenchmarks"/> and <see cref="PoolOptionsCostBenchmarks"/>:
 /// per rental pattern a table of ns per take+return pair with ratios against ours, the bytes each
-/// implementation allocates per pair, what our options cost, and two lines on the exhausted pool
-/// and on barriers.
+/// implementation allocates per pair, what our options cost, and a line on the exhausted pool.
 /// </summary>
 internal sealed class PoolsScenario(BenchOptions options)
 {
@@ -34,7 +33,7 @@ internal sealed class PoolsScenario(BenchOptions options)
             foreach (RentalPattern pattern in Enum.GetValues<RentalPattern>().Where(p => results.Any(r => r.Pattern == Name(p))))
             {
                 TimeTable(results, Name(pattern)).Print(
-                    $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max and barriers/1k pairs over all {iterations}; " +
+                    $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max over all {iterations}; " +
                     $"each peer with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
             }
 
@@ -54,11 +53,6 @@ internal sealed class PoolsScenario(BenchOptions options)
             PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, 25), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, 25);
             Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
             Console.WriteLine();
-            Console.WriteLine(
-                $"Ours, largest barriers/1k pairs: {CellText.Rate(MaxBarriers(results, Demand.Below))} in steady state (the workers together want fewer objects than the capacity), " +
-                $"{CellText.Rate(MaxBarriers(results, Demand.Full))} fully subscribed (exactly the capacity, from more than one worker), " +
-                $"{CellText.Rate(MaxBarriers(results, Demand.Over))} exhausted (more than the capacity, so takers wait).");
-            Console.WriteLine();
         }
     }
 
@@ -74,12 +68,9 @@ internal sealed class PoolsScenario(BenchOptions options)
             int capacity = cell.Parameter<int>(nameof(PoolsBenchmarks.Capacity));
             int workers = cell.Parameter<int>(nameof(PoolsBenchmarks.Workers));
             MeasuredCase? ours = measured.FirstOrDefault(c => c.Name == OurPoolUnderTest.Name && c.Parameters.ValueInfo == cell.Parameters.ValueInfo);
-
-            // Only our pool runs the gate that counts barriers; a peer's 0 would read as measured.
-            double? barriers = cell.Metrics.TryGetValue(ProcessWideBarrierDiagnoser.Descriptor.Id, out Metric? metric) ? metric.Value : null;
             results.Add(new PoolsResult(
                 cell.Name, Name(pattern), capacity, workers, PoolsBenchmarks.HeldPerWorker(pattern, capacity, workers),
-                cell.MedianNs, cell.MinNs, cell.MaxNs, cell.BytesPerOp, barriers, cell.Mops, cell.MedianNs / ours?.MedianNs,
+                cell.MedianNs, cell.MinNs, cell.MaxNs, cell.BytesPerOp, cell.Mops, cell.MedianNs / ours?.MedianNs,
                 cell.OperationsPerIteration, cell.Iterations));
         }
 
@@ -94,7 +85,7 @@ internal sealed class PoolsScenario(BenchOptions options)
 
     private static MarkdownTable TimeTable(List<PoolsResult> results, string pattern)
     {
-        var table = new MarkdownTable(["capacity", "workers", "held each", OurPoolUnderTest.Name, "min–max", "barriers/1k pairs", .. s_impls.Skip(1)]);
+        var table = new MarkdownTable(["capacity", "workers", "held each", OurPoolUnderTest.Name, "min–max", .. s_impls.Skip(1)]);
         foreach (var cell in results.Where(r => r.Pattern == pattern).GroupBy(r => (r.Capacity, r.Workers, r.HeldPerWorker)))
         {
             PoolsResult? ours = cell.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name);
@@ -104,7 +95,6 @@ internal sealed class PoolsScenario(BenchOptions options)
                 CellText.Count(cell.Key.HeldPerWorker),
                 ours is null ? "—" : CellText.Number(ours.NsPerOp),
                 ours is null ? "" : CellText.Spread(ours.NsPerOpMin, ours.NsPerOpMax, v => CellText.Number(v)),
-                CellText.Rate(ours?.BarriersPer1kPairs),
                 .. s_impls.Skip(1).Select(impl => cell.FirstOrDefault(r => r.Impl == impl) is { } peer
                     ? $"{CellText.Number(peer.NsPerOp)} ({CellText.Ratio(peer.RatioVsOurs)})"
                     : "—"),
@@ -140,7 +130,7 @@ internal sealed class PoolsScenario(BenchOptions options)
         {
             var result = new PoolsResult(
                 cell.Name, Name(RentalPattern.Short), PoolOptionsCostBenchmarks.Capacity, 1, 1, cell.MedianNs, cell.MinNs, cell.MaxNs,
-                cell.BytesPerOp, null, cell.Mops, cell == fixedPoint ? null : cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
+                cell.BytesPerOp, cell.Mops, cell == fixedPoint ? null : cell.MedianNs / fixedPoint?.MedianNs, cell.OperationsPerIteration, cell.Iterations);
             report.Add(result);
             table.Row(
                 result.Impl,
@@ -152,28 +142,6 @@ internal sealed class PoolsScenario(BenchOptions options)
 
         return (table, measured.Select(c => c.Iterations).DefaultIfEmpty().Max());
     }
-
-    /// <summary>How many objects the workers of a cell want at once, against the capacity.</summary>
-    private enum Demand
-    {
-        Below,
-        Full,
-        Over,
-    }
-
-    private static Demand DemandOf(PoolsResult cell)
-    {
-        long wanted = (long)cell.Workers * cell.HeldPerWorker;
-        return wanted > cell.Capacity ? Demand.Over
-            : wanted == cell.Capacity && cell.Workers > 1 ? Demand.Full
-            : Demand.Below;
-    }
-
-    /// <summary>The largest barriers per 1,000 pairs of ours among the cells of one demand.</summary>
-    private static double? MaxBarriers(List<PoolsResult> results, Demand demand) =>
-        results
-            .Where(r => r.Impl == OurPoolUnderTest.Name && DemandOf(r) == demand)
-            .Max(r => r.BarriersPer1kPairs);
 
     private static PoolsResult? Find(List<PoolsResult> results, string impl, string pattern, int capacity, int workers) =>
         results.FirstOrDefault(r => r.Impl == impl && r.Pattern == pattern && r.Capacity == capacity && r.Workers == workers);

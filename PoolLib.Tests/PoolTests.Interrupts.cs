@@ -15,8 +15,8 @@ public sealed partial class PoolTests
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject> slot = pool.TakeSlot();
 
-        // A thread's first release gives it its cache, under the cache table's lock.
-        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.CacheTableLock, () => pool.Release(slot));
+        // A thread's first release gives it its cache, under the storage's lock.
+        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.Storage.Lock, () => pool.Release(slot));
 
         Assert.That(failure, Is.Null);
         Assert.That(interruptKept, Is.True, "the interrupt is put back for the thread's next wait");
@@ -31,8 +31,8 @@ public sealed partial class PoolTests
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject>? taken = null;
 
-        // A new object's slot is registered under the registry's lock, after the cap's unit is taken.
-        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.RegistryLock, () => taken = pool.TakeSlot());
+        // A new object's slot is registered under the storage's lock, after the cap's unit is taken.
+        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.Storage.Lock, () => taken = pool.TakeSlot());
 
         Assert.That(failure, Is.Null);
         Assert.That(interruptKept, Is.True);
@@ -50,8 +50,8 @@ public sealed partial class PoolTests
         PoolSlot<TrackedObject> slot = pool.TakeSlot();
         pool.OnCleanUp = _ => throw new FormatException("clean-up failed");
 
-        // A discarded object's slot is unregistered under the registry's lock, before its unit goes back.
-        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.RegistryLock, () => pool.Release(slot));
+        // A discarded object's slot is unregistered under the storage's lock, before its unit goes back.
+        (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.Storage.Lock, () => pool.Release(slot));
 
         Assert.That(failure, Is.InstanceOf<FormatException>(), "the clean-up's own exception reaches the releaser");
         Assert.That(interruptKept, Is.True);
@@ -191,8 +191,7 @@ public sealed partial class PoolTests
         Assert.That(interrupts, Is.GreaterThan(0));
         Assert.That(interruptedTakes, Is.GreaterThan(0), "some interrupts ended a take");
         Assert.That(pool.WaiterCount, Is.Zero);
-        Assert.That(pool.IsForeignAccessGateClosed, Is.False);
-        Assert.That(pool.StoredCount, Is.EqualTo(pool.TotalCount), "every object is stored exactly once");
+        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(pool.TotalCount), "every object is stored exactly once");
         AssertCounts(pool, total: pool.TotalCount, available: pool.TotalCount);
         pool.OnCleanUp = null;
         var all = new List<PoolSlot<TrackedObject>>();

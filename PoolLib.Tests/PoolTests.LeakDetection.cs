@@ -94,7 +94,7 @@ public sealed partial class PoolTests
         pool.RunMaintenance();
 
         Assert.That(reports, Is.Zero);
-        Assert.That(slot.TakenAt, Is.Null);
+        Assert.That(slot.History, Is.Null);
         pool.Release(slot);
     }
 

@@ -1,10 +1,9 @@
-using PoolLib.Internal;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
 
-// A release keeps its object in the releasing thread's own cache. These tests prove that an object
-// kept there is still the pool's: other threads reuse it, waiters get it, and Dispose disposes it.
+// A release leaves a hint of its object in the releasing thread's own cache. These tests prove that
+// an object kept so is still the pool's: other threads reuse it, waiters get it, Dispose disposes it.
 public sealed partial class PoolTests
 {
     [Test]
@@ -25,41 +24,37 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
-    // Pre-warmed objects go to the shared stack: another thread takes them without entering the gate,
-    // so without a process-wide barrier.
+    // Pre-warmed objects are kept by no thread: every taker finds them in the registry.
     [Test]
-    public void TryAllocatePush_ThenTakesOnAnotherThread_NeedNoProcessWideBarrier()
+    public void TryAllocatePush_ThenTakesOnAnotherThread_TakesEveryObjectWithoutCreating()
     {
-        using var pool = new TrackedPool(ThreadSlotCache.Capacity);
-        pool.Prewarm(ThreadSlotCache.Capacity);
-        long barriersBefore = ForeignAccessGate.ProcessWideBarriers;
+        const int Objects = 8;
+        using var pool = new TrackedPool(Objects);
+        pool.Prewarm(Objects);
 
-        PoolSlot<TrackedObject>[] taken = OnOwnThread(() => Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot()).ToArray());
+        PoolSlot<TrackedObject>[] taken = OnOwnThread(() => Enumerable.Range(0, Objects).Select(_ => pool.TakeSlot()).ToArray());
 
-        Assert.That(ForeignAccessGate.ProcessWideBarriers - barriersBefore, Is.Zero);
         Assert.That(taken.Select(s => s.Object), Is.EquivalentTo(pool.Created));
-        AssertCounts(pool, total: ThreadSlotCache.Capacity, available: 0);
+        Assert.That(pool.CreatedCount, Is.EqualTo(Objects));
+        AssertCounts(pool, total: Objects, available: 0);
     }
 
-    // A steal empties the whole cache it finds, one slot for the thief and the rest onto the shared
-    // stack, so taking everything another thread kept costs one process-wide barrier, not one each.
     [Test]
-    public void TakeSlot_ObjectsKeptByAThreadThatEnded_AllTakenWithOneProcessWideBarrier()
+    public void TakeSlot_ObjectsKeptByAThreadThatEnded_AllTakenWithoutCreating()
     {
-        using var pool = new TrackedPool(ThreadSlotCache.Capacity);
+        const int Objects = 40;
+        using var pool = new TrackedPool(Objects);
         PoolSlot<TrackedObject>[] kept = OnOwnThread(() =>
         {
-            PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot())];
+            PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, Objects).Select(_ => pool.TakeSlot())];
             ReleaseAll(pool, slots);
             return slots;
         });
-        long barriersBefore = ForeignAccessGate.ProcessWideBarriers;
 
-        PoolSlot<TrackedObject>[] taken = [.. Enumerable.Range(0, ThreadSlotCache.Capacity).Select(_ => pool.TakeSlot())];
+        PoolSlot<TrackedObject>[] taken = [.. Enumerable.Range(0, Objects).Select(_ => pool.TakeSlot())];
 
-        Assert.That(ForeignAccessGate.ProcessWideBarriers - barriersBefore, Is.EqualTo(1));
         Assert.That(taken, Is.EquivalentTo(kept));
-        Assert.That(pool.CreatedCount, Is.EqualTo(ThreadSlotCache.Capacity));
+        Assert.That(pool.CreatedCount, Is.EqualTo(Objects));
     }
 
     [Test]
@@ -80,12 +75,12 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
-    // Takes beyond the first cache-full pop batches from the shared stack and releases push full
-    // caches back as batches; the cap equals the number taken, so a lost object would make a take fail.
+    // The thread's cache grows to hold a hint for every object; the cap equals the number taken, so a
+    // lost object would make a take fail.
     [Test]
     public void TryTakeSlot_OneThreadTakingEverythingThenReleasingIt_ReusesEachObjectOnce()
     {
-        const int Objects = 10 * ThreadSlotCache.Capacity;
+        const int Objects = 80;
         using var pool = new TrackedPool(Objects);
         var distinctPerRound = new List<int>();
         for (int round = 0; round < 3; round++)
@@ -103,7 +98,7 @@ public sealed partial class PoolTests
         Assert.That(distinctPerRound, Is.All.EqualTo(Objects), "every round took every object, none twice");
         Assert.That(pool.CreatedCount, Is.EqualTo(Objects), "later rounds reused the first round's objects");
         AssertCounts(pool, total: Objects, available: Objects);
-        Assert.That(pool.StoredCount, Is.EqualTo(Objects), "storage, uncapped, holds each object once");
+        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(Objects), "storage, uncapped, holds each object once");
     }
 
     [Test]
@@ -115,14 +110,14 @@ public sealed partial class PoolTests
 
         Assert.That(pool.CreatedCount, Is.EqualTo(2), "the second thread reused one of the first thread's objects");
         AssertCounts(pool, total: 2, available: 2);
-        Assert.That(pool.StoredCount, Is.EqualTo(2));
+        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(2));
     }
 
     [Test]
     public void Dispose_ObjectsKeptByOtherThreads_DisposesEachOnce()
     {
-        var pool = new TrackedPool(ThreadSlotCache.Capacity + 2);
-        OnOwnThread(() => ReleaseAll(pool, [.. Enumerable.Range(0, ThreadSlotCache.Capacity + 2).Select(_ => pool.TakeSlot())]));
+        var pool = new TrackedPool(10);
+        OnOwnThread(() => ReleaseAll(pool, [.. Enumerable.Range(0, 10).Select(_ => pool.TakeSlot())]));
 
         pool.Dispose();
 
@@ -149,7 +144,7 @@ public sealed partial class PoolTests
     }
 
     [Test]
-    public void TakeSlot_InterruptedWhileWaiting_LeavesNoWaiterAndReopensTheGate()
+    public void TakeSlot_InterruptedWhileWaiting_LeavesNoWaiter()
     {
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject> held = pool.TakeSlot();
@@ -174,7 +169,6 @@ public sealed partial class PoolTests
 
         Assert.That(thrown, Is.InstanceOf<ThreadInterruptedException>());
         Assert.That(pool.WaiterCount, Is.Zero);
-        Assert.That(pool.IsForeignAccessGateClosed, Is.False, "the interrupted taker's gate entry is given up");
         Assert.That(pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot), Is.True, "the released object went back to the pool, not to the gone taker");
         Assert.That(slot, Is.SameAs(held));
         AssertCounts(pool, total: 1, available: 0);
@@ -198,7 +192,6 @@ public sealed partial class PoolTests
         Assert.That(handed, Is.SameAs(held));
         Assert.That(interruptKept, Is.True, "the interrupt is put back for the releaser's next wait");
         Assert.That(pool.WaiterCount, Is.Zero);
-        Assert.That(pool.IsForeignAccessGateClosed, Is.False);
     }
 
     /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>

@@ -1,15 +1,27 @@
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using PoolLib.Internal;
 
 namespace PoolLib;
 
+// The options' features: validation and leak tracking on take, idle time on release, and the
+// maintenance timer that retires old objects, trims idle ones and reports leaks; Trim and Clear.
+// None of it costs a take or release anything while its option is off.
 public abstract partial class Pool<T>
 {
-    // The idle sweep and the leak scan, on one timer per pool; null when neither option is on.
-    private ITimer? _maintenanceTimer;
-
     // The longest period a timer accepts: uint.MaxValue - 1 milliseconds, about 49.7 days.
     private const long MaxTimerPeriodTicks = (uint.MaxValue - 1L) * TimeSpan.TicksPerMillisecond;
+
+    private TimeProvider _timeProvider = TimeProvider.System;
+
+    // In TimeProvider timestamp units; 0 where the option is off.
+    private long _maxObjectLifetime;
+    private long _idleTimeout;
+    private long _leakDetectionThreshold;
+    private int _minIdle;
+
+    // The idle sweep, the lifetime sweep and the leak scan, on one timer per pool; null when no option needs it.
+    private ITimer? _maintenanceTimer;
 
     // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
     private int _sweeping;
@@ -31,20 +43,14 @@ public abstract partial class Pool<T>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
     /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
-    /// Objects kept in per-thread caches count as idle. Rented objects are not touched. While it
-    /// runs, the idle objects are briefly out of reach, so a concurrent take may make a new object
-    /// (within the cap) or wait; every object not disposed is back before this returns. Every
-    /// object to dispose is disposed even if some throw; then the one exception is rethrown as it is,
-    /// or several in an <see cref="AggregateException"/>.
+    /// Objects that a thread keeps for its next take count as idle. Rented objects are not touched,
+    /// and a take that runs meanwhile may take an idle object first. Every object to dispose is
+    /// disposed even if some throw; then the one exception is rethrown as it is, or several in an
+    /// <see cref="AggregateException"/>.
     /// </remarks>
     public int Trim()
     {
         ThrowIfDisposed();
-        if (AvailableCount <= _minIdle)
-        {
-            return 0;
-        }
-
         int trimmed = TrimIdle(idleSince: null, out List<Exception>? failures);
         if (failures is not null)
         {
@@ -62,26 +68,102 @@ public abstract partial class Pool<T>
     /// <exception cref="AggregateException">Several idle objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
     /// For objects that all went bad at once, such as connections to a server that restarted.
-    /// <see cref="PoolOptions.MinIdle"/> does not apply. An object made before this call and stored
-    /// while it runs (by a concurrent release, <see cref="Trim"/> or idle sweep) is disposed when a
-    /// taker or a later trim finds it, never handed out. After the first call, every take and
-    /// release compares one more field.
+    /// <see cref="PoolOptions.MinIdle"/> does not apply. An object made before this call is never
+    /// handed out after it: one that a concurrent release makes idle is disposed when a taker finds it.
     /// </remarks>
     public void Clear()
     {
         ThrowIfDisposed();
-        Interlocked.Increment(ref _generation);
-        Interlocked.Or(ref _takeChecks, DiscardCleared);
-        Interlocked.Or(ref _releaseChecks, DiscardCleared);
-        TrimIdle(idleSince: null, out List<Exception>? failures, keep: 0);
-        if (failures is not null)
+        foreach (PoolSlot<T>? slot in _storage.Registered)
         {
-            ThrowDisposeFailures(failures);
+            slot?.Retire();
         }
+
+        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, retiredOnly: true);
     }
 
-    /// <summary>Runs one idle sweep and leak scan now, as the timer does; for tests that drive time themselves.</summary>
+    /// <summary>Runs one sweep now, as the timer does; for tests that drive time themselves.</summary>
     internal void RunMaintenance() => Maintain();
+
+    /// <summary>Converts the time-based options to timestamps; called once, by the constructor.</summary>
+    private void InitialiseOptions(PoolOptions options)
+    {
+        _timeProvider = options.TimeProvider ?? TimeProvider.System;
+        _maxObjectLifetime = Timestamps(options.MaxObjectLifetime, nameof(PoolOptions.MaxObjectLifetime));
+        _idleTimeout = Timestamps(options.IdleTimeout, nameof(PoolOptions.IdleTimeout));
+        _leakDetectionThreshold = Timestamps(options.LeakDetectionThreshold, nameof(PoolOptions.LeakDetectionThreshold));
+        _minIdle = options.MinIdle;
+    }
+
+    /// <summary>Converts an optional time span option to <see cref="TimeProvider"/> timestamp units; 0 when it is off.</summary>
+    private long Timestamps(TimeSpan? option, string optionName)
+    {
+        if (option is not { } span)
+        {
+            return 0;
+        }
+
+        ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(span, TimeSpan.Zero, OptionName(optionName));
+
+        // Spans too long for the clock's units (TimeSpan.MaxValue among them) mean "never" in practice.
+        double timestamps = span.TotalSeconds * _timeProvider.TimestampFrequency;
+        return timestamps >= long.MaxValue ? long.MaxValue : Math.Max(1, (long)timestamps);
+    }
+
+    /// <summary>What a new slot tracks for the time-based options; <see langword="null"/> while they are all off.</summary>
+    private SlotHistory? NewHistory() =>
+        (_maxObjectLifetime | _idleTimeout | _leakDetectionThreshold) != 0 ? new SlotHistory(_timeProvider.GetTimestamp()) : null;
+
+    /// <summary>
+    /// What a take owes beyond the fast path, for an idle slot just taken: validation (an invalid
+    /// object is discarded, and this returns <see langword="false"/>) and leak tracking.
+    /// </summary>
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="keepBudgetIfInvalid">
+    /// Whether an invalid object's place under the cap stays with the caller, who then makes a new
+    /// object with it (a waiter that was handed the object), instead of going back to the pool.
+    /// </param>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool PassesTakeChecks(PoolSlot<T> slot, bool keepBudgetIfInvalid)
+    {
+        if ((_takeChecks & ValidateOnTake) != 0)
+        {
+            bool valid;
+            try
+            {
+                valid = Validate(slot.Object);
+            }
+            catch (Exception failure)
+            {
+                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+                throw;
+            }
+
+            if (!valid)
+            {
+                DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepBudgetIfInvalid);
+                return false;
+            }
+        }
+
+        if ((_takeChecks & TrackRentals) != 0)
+        {
+            BeginTrackedRental(slot);
+        }
+
+        return true;
+    }
+
+    /// <summary>Starts a tracked rental: when it began and where (leak detection).</summary>
+    private void BeginTrackedRental(PoolSlot<T> slot)
+    {
+        // Only the taker writes these; the number last, so a scan that reads it before and after
+        // the others and sees it unchanged read one rental's time and trace.
+        SlotHistory history = slot.History!;
+        Volatile.Write(ref history.TakenAt, new StackTrace(1, fNeedFileInfo: false));
+        Volatile.Write(ref history.RentedAt, _timeProvider.GetTimestamp());
+        Volatile.Write(ref history.RentalNumber, history.RentalNumber + 1);
+    }
 
     /// <summary>Starts the maintenance timer if an option needs it.</summary>
     private void StartMaintenance(PoolOptions options)
@@ -119,9 +201,8 @@ public abstract partial class Pool<T>
 
     private void StopMaintenance() => _maintenanceTimer?.Dispose();
 
-
     /// <summary>
-    /// One tick of the timer: marks objects older than <see cref="PoolOptions.MaxObjectLifetime"/>
+    /// One tick of the timer: retires objects older than <see cref="PoolOptions.MaxObjectLifetime"/>
     /// (a release then discards them, and idle ones are discarded here), stamps idle slots with the
     /// time they were first seen idle, trims those idle for longer than <see cref="PoolOptions.IdleTimeout"/>
     /// (down to <see cref="PoolOptions.MinIdle"/>), and reports rentals held longer than
@@ -138,40 +219,47 @@ public abstract partial class Pool<T>
         try
         {
             long now = _timeProvider.GetTimestamp();
-            int idleTooLong = 0;
-            int idleTooOld = 0;
+            bool idleTooOld = false;
+            bool idleTooLong = false;
             foreach (PoolSlot<T>? slot in _storage.Registered)
             {
-                if (slot is null)
+                if (slot?.History is not { } history)
                 {
                     continue;
                 }
 
-                if (_maxObjectLifetime != 0 && !slot.Expired && now - slot.CreatedAt >= _maxObjectLifetime)
+                if (_maxObjectLifetime != 0 && now - history.CreatedAt >= _maxObjectLifetime)
                 {
-                    Volatile.Write(ref slot.Expired, true);
+                    slot.Retire();
                 }
 
-                if (slot.IsInPool)
+                if (slot.IsIdle)
                 {
-                    idleTooOld += slot.Expired ? 1 : 0;
-                    idleTooLong += _idleTimeout != 0 ? StampIdle(slot, now) : 0;
+                    idleTooOld |= slot.IsRetired;
+                    idleTooLong |= _idleTimeout != 0 && IsIdleTooLong(history, now);
                 }
                 else if (_leakDetectionThreshold != 0 && slot.IsRented)
                 {
-                    ReportIfLeaked(slot, now);
+                    ReportIfLeaked(slot, history, now);
                 }
             }
 
-            if (idleTooOld != 0 || (idleTooLong != 0 && AvailableCount > _minIdle))
+            // Failures of idle objects' Dispose have no caller to reach; the objects are gone either way.
+            if (idleTooOld)
             {
-                // Failures of idle objects' Dispose have no caller to reach; the objects are gone either way.
-                TrimIdle(idleSince: _idleTimeout != 0 ? now - _idleTimeout : long.MinValue, out _);
+                try
+                {
+                    DiscardIdle(PoolMetrics.DiscardReason.Expired, retiredOnly: true);
+                }
+                catch (Exception)
+                {
+                }
             }
-        }
-        catch (ObjectDisposedException) when (Volatile.Read(ref _disposed) != 0)
-        {
-            // Disposed mid-sweep: Dispose disposes what is left.
+
+            if (idleTooLong)
+            {
+                TrimIdle(idleSince: now - _idleTimeout, out _);
+            }
         }
         finally
         {
@@ -179,40 +267,35 @@ public abstract partial class Pool<T>
         }
     }
 
-    /// <summary>Stamps an idle slot first seen idle now; returns 1 if it has been idle for longer than the idle timeout.</summary>
-    private int StampIdle(PoolSlot<T> slot, long now)
+    /// <summary>Stamps an idle slot first seen idle now; says whether it has been idle longer than the idle timeout.</summary>
+    private bool IsIdleTooLong(SlotHistory history, long now)
     {
-        long idleSince = Volatile.Read(ref slot.IdleSince);
+        long idleSince = Volatile.Read(ref history.IdleSince);
         if (idleSince == 0)
         {
-            // A release that races this stamp clears it again (see IsStaleOnRelease): idle from then.
-            Volatile.Write(ref slot.IdleSince, now);
-            return 0;
+            // A release that races this stamp clears it again (see ReleaseSlow): idle from then.
+            Volatile.Write(ref history.IdleSince, now);
+            return false;
         }
 
-        return now - idleSince >= _idleTimeout ? 1 : 0;
+        return now - idleSince >= _idleTimeout;
     }
 
     /// <summary>Raises <see cref="RentalLeakSuspected"/> for a rental held longer than the threshold and not yet reported.</summary>
-    private void ReportIfLeaked(PoolSlot<T> slot, long now)
+    private void ReportIfLeaked(PoolSlot<T> slot, SlotHistory history, long now)
     {
-        long rental = Volatile.Read(ref slot.RentalNumber);
-        long rentedAt = Volatile.Read(ref slot.RentedAt);
-        StackTrace? takenAt = Volatile.Read(ref slot.TakenAt);
-        if (rental == 0 || takenAt is null || now - rentedAt < _leakDetectionThreshold || Volatile.Read(ref slot.LeakReportedFor) == rental)
+        long rental = Volatile.Read(ref history.RentalNumber);
+        long rentedAt = Volatile.Read(ref history.RentedAt);
+        StackTrace? takenAt = Volatile.Read(ref history.TakenAt);
+        if (rental == 0 || takenAt is null || now - rentedAt < _leakDetectionThreshold || Volatile.Read(ref history.LeakReportedFor) == rental)
         {
             return;
         }
 
-        Volatile.Write(ref slot.LeakReportedFor, rental);
+        Volatile.Write(ref history.LeakReportedFor, rental);
 
         // The slot may have gone back (and out again) since these reads: report only if not.
-        if (!slot.IsRented || Volatile.Read(ref slot.RentalNumber) != rental)
-        {
-            return;
-        }
-
-        if (RentalLeakSuspected is not { } handlers)
+        if (!slot.IsRented || Volatile.Read(ref history.RentalNumber) != rental || RentalLeakSuspected is not { } handlers)
         {
             return;
         }
@@ -231,78 +314,40 @@ public abstract partial class Pool<T>
         }
     }
 
-    /// <summary>Starts a tracked rental: when it began and where (leak detection).</summary>
-    private void BeginTrackedRental(PoolSlot<T> slot)
-    {
-        // Only the taker writes these; the number last, so a scan that reads it before and after
-        // the others and sees it unchanged read one rental's time and trace.
-        Volatile.Write(ref slot.TakenAt, new StackTrace(1, fNeedFileInfo: false));
-        Volatile.Write(ref slot.RentedAt, _timeProvider.GetTimestamp());
-        Volatile.Write(ref slot.RentalNumber, slot.RentalNumber + 1);
-    }
-
     /// <summary>
-    /// Takes every idle object out, disposes those past their lifetime and those to trim, and stores
-    /// the rest again, keeping at least <paramref name="keep"/> of those within their lifetime idle
-    /// (<see cref="PoolOptions.MinIdle"/> unless given).
+    /// Disposes idle objects beyond <see cref="PoolOptions.MinIdle"/>, each taken first with a
+    /// compare-and-swap, so that a concurrent take gets either the object or nothing.
     /// </summary>
     /// <param name="idleSince">
     /// Trim only objects the idle sweep has seen idle since this timestamp or earlier;
     /// <see langword="null"/> to trim any idle object.
     /// </param>
     /// <param name="failures">Exceptions from the objects' Dispose, if any threw.</param>
-    /// <param name="keep">How many idle objects to keep at least; -1 for <see cref="PoolOptions.MinIdle"/>.</param>
     /// <returns>How many objects were disposed.</returns>
-    private int TrimIdle(long? idleSince, out List<Exception>? failures, int keep = -1)
+    private int TrimIdle(long? idleSince, out List<Exception>? failures)
     {
         failures = null;
-        keep = keep < 0 ? _minIdle : keep;
-        if (AvailableCount == 0)
+        int excess = AvailableCount - _minIdle;
+        int trimmed = 0;
+        foreach (PoolSlot<T>? slot in _storage.Registered)
         {
-            return 0;
-        }
-
-        // Inside the gate every cache can be emptied; the slots taken stay marked in-pool while out.
-        var idle = new List<PoolSlot<T>>();
-        _storage.EnterForeign();
-        try
-        {
-            while (_storage.TryTakeAny(out PoolSlot<T>? slot))
+            if (excess <= 0)
             {
-                idle.Add(slot);
+                break;
             }
-        }
-        finally
-        {
-            _storage.ExitForeign();
-        }
 
-        // Oldest first: the first taken were the most recently stored, so they are the ones kept,
-        // and pushed last, they end up on top again.
-        int disposed = 0;
-        // An object made before the last Clear goes too: a Clear that ran while these were out found none of them.
-        int generation = Volatile.Read(ref _generation);
-        int canTrim = idle.Count(slot => !slot.Expired && slot.Generation == generation) - keep;
-        for (int i = idle.Count - 1; i >= 0; i--)
-        {
-            PoolSlot<T> slot = idle[i];
-            long stamp = Volatile.Read(ref slot.IdleSince);
-            PoolMetrics.DiscardReason? reason =
-                slot.Expired ? PoolMetrics.DiscardReason.Expired
-                : slot.Generation != generation ? PoolMetrics.DiscardReason.Trimmed
-                : canTrim > 0 && (idleSince is not { } limit || (stamp != 0 && stamp <= limit)) ? PoolMetrics.DiscardReason.Trimmed
-                : null;
-            if (reason is null)
+            if (slot is null || !slot.IsIdle
+                || (idleSince is { } limit && slot.History is { IdleSince: var stamp } && (stamp == 0 || stamp > limit))
+                || !_storage.TryClaim(slot))
             {
-                _storage.PushShared(slot);
                 continue;
             }
 
-            canTrim -= reason == PoolMetrics.DiscardReason.Trimmed && slot.Generation == generation ? 1 : 0;
-            disposed++;
+            excess--;
+            trimmed++;
             try
             {
-                Discard(slot, reason);
+                Discard(slot, slot.IsRetired ? PoolMetrics.DiscardReason.Expired : PoolMetrics.DiscardReason.Trimmed);
             }
             catch (Exception failure)
             {
@@ -310,17 +355,7 @@ public abstract partial class Pool<T>
             }
         }
 
-        // What every push owes; a pool disposed meanwhile disposes what was stored again.
-        try
-        {
-            ServeAfterSharedPush();
-        }
-        catch (Exception failure)
-        {
-            (failures ??= []).Add(failure);
-        }
-
-        return disposed;
+        return trimmed;
     }
 
     /// <summary>What the maintenance timer holds: the pool, weakly, and the timer itself, to stop it once the pool is gone.</summary>

@@ -5,18 +5,16 @@ using PoolLib.Internal;
 
 namespace PoolLib;
 
-// The waiting half of Pool<T>: what a taker does when it finds the pool exhausted.
+// The waiting half of Pool<T>: what a taker does when it finds no idle object it can take.
 //
-// Protocol. A waiter first enters the storage's foreign-access gate, which ends with every thread
-// either done with its own cache or certain to see the gate closed; it then joins the queue (under
-// _waitersLock, incrementing _waiterCount with an interlocked operation) and calls ServeWaiters
-// itself. While the gate is closed no release keeps a slot in its thread's cache: every release
-// pushes onto the shared stack, and every push and every return of budget reads _waiterCount after
-// its own interlocked operation and calls ServeWaiters when it is non-zero. ServeWaiters, under the
-// lock, hands idle slots (the stack, then any thread's cache), then units of budget, to the queue's
-// head in order. Slots kept in caches before the gate closed are found by the waiter's own call;
-// for the rest, both sides fence between "publish" and "look", so at least one sees the other and a
-// slot or unit never sits idle while a waiter sleeps (no lost wake-up).
+// Protocol. A waiter joins the queue under _waitersLock, incrementing _waiterCount with an
+// interlocked operation, and then calls ServeWaiters itself, which scans the registry. Every
+// publication of an idle slot is an interlocked swap of its state, and every return of budget an
+// interlocked operation too; each reads _waiterCount after it and calls ServeWaiters when it is
+// non-zero. So both sides fence between "publish" and "look", and at least one sees the other: a
+// slot or unit never sits idle while a waiter sleeps (no lost wake-up), and no process-wide barrier
+// is needed. ServeWaiters, under the lock, hands idle slots (the one just released first, else any
+// in the registry), then units of budget, to the queue's head in order.
 //
 // Completion. A waiter is completed (result, cancellation, or ObjectDisposedException) only under
 // the lock and only together with unlinking it, so "linked" means "not completed": a hand-over can
@@ -55,15 +53,6 @@ public abstract partial class Pool<T>
         }
     }
 
-    /// <summary>Gets the lock that guards the table of per-thread caches; for tests that contend it.</summary>
-    internal UninterruptibleLock CacheTableLock => _storage.CacheTableLock;
-
-    /// <summary>Gets the lock that guards the registry of slots; for tests that contend it.</summary>
-    internal UninterruptibleLock RegistryLock => _storage.RegistryLock;
-
-    /// <summary>Gets whether any thread holds the storage's gate closed; for tests that check nothing is left behind.</summary>
-    internal bool IsForeignAccessGateClosed => _storage.IsGateClosed;
-
     /// <summary>
     /// Takes any idle object or a new one, else waits up to <paramref name="millisecondsTimeout"/>
     /// (<see cref="Timeout.Infinite"/> for ever). Returns <see langword="null"/> on timeout.
@@ -71,10 +60,7 @@ public abstract partial class Pool<T>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private PoolSlot<T>? TakeSlotSlow(int millisecondsTimeout)
     {
-        // A taker that may spin and finds the cap reached looks into other threads' caches only on
-        // its last round: the holders' next returns usually reach the stack within the spin (a full
-        // cache drains onto it), and a look now would cost a barrier for an object about to be free.
-        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot, lookInCaches: millisecondsTimeout == 0))
+        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
         {
             return slot;
         }
@@ -120,10 +106,7 @@ public abstract partial class Pool<T>
     /// queue never drains (a convoy). A taker that yields instead lets the holder run and release;
     /// and because a spinning taker is not in the queue, a queue that has formed drains while its
     /// would-be joiners spin. Fairness is kept: a spinner is not a waiter, and it takes only when
-    /// no waiter is queued (<see cref="TryTakeWithoutWaiting"/>). The rounds look where every
-    /// thread looks (the shared stack, the cap); only the last also looks into other threads'
-    /// caches, because each such look may cost a process-wide barrier and many spinners looking
-    /// every round ran them in bursts.
+    /// no waiter is queued (<see cref="TryTakeWithoutWaiting"/>).
     /// </remarks>
     private bool TrySpinTake([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
@@ -133,10 +116,46 @@ public abstract partial class Pool<T>
         for (int i = 0; i < SpinRoundsBeforeWaiting; i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
-            if (TryTakeWithoutWaiting(out slot, lookInCaches: i == SpinRoundsBeforeWaiting - 1))
+            if (TryTakeWithoutWaiting(out slot))
             {
                 return true;
             }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
+    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        ThrowIfDisposed();
+        while (Volatile.Read(ref _waiterCount) == 0)
+        {
+            if (_storage.TryTakeOwn(out slot) || _storage.TryClaimAny(out slot))
+            {
+                if (slot.IsRetired)
+                {
+                    Discard(slot, PoolMetrics.DiscardReason.Expired);
+                    continue;
+                }
+
+                if (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false))
+                {
+                    return true;
+                }
+
+                // Invalid and discarded: look again, as if it had never been there.
+                continue;
+            }
+
+            if (_allocationBudget.TryTake())
+            {
+                slot = CreateRentedSlot();
+                return true;
+            }
+
+            break;
         }
 
         slot = null;
@@ -190,13 +209,16 @@ public abstract partial class Pool<T>
         PoolMetrics.Waited(_name, waiter.StartTimestamp);
         if (handedOver is not null)
         {
-            handedOver.MarkRented();
-            if (_takeChecks == 0 || PassesTakeChecks(handedOver, keepBudgetIfInvalid: true))
+            if (handedOver.IsRetired)
+            {
+                DiscardRefused(handedOver, PoolMetrics.DiscardReason.Expired, keepBudget: true);
+            }
+            else if (_takeChecks == 0 || PassesTakeChecks(handedOver, keepBudgetIfInvalid: true))
             {
                 return handedOver;
             }
 
-            // Invalid: its place under the cap stayed with this taker, which makes a new object with it.
+            // Retired or invalid: its place under the cap stayed with this taker, which makes a new object with it.
         }
 
         if (Volatile.Read(ref _disposed) != 0)
@@ -209,60 +231,50 @@ public abstract partial class Pool<T>
     }
 
     /// <summary>Queues a new waiter and serves the queue once, in case what it waits for is already there.</summary>
-    /// <remarks>
-    /// A waiter stays inside the storage's gate while it is queued (it enters here, and
-    /// <see cref="Unlink"/> exits), so threads stop keeping slots in their own caches and
-    /// ServeWaiters may take from those caches on its behalf. If it is not linked after all (the
-    /// pool is disposed), it exits the gate here, so a failed take never leaves it closed.
-    /// </remarks>
     private Waiter Enqueue()
     {
         var waiter = new Waiter(this);
-        _storage.EnterForeign();
-
-        bool linked = false;
-        try
+        using (_waitersLock.EnterScope())
         {
-            using (_waitersLock.EnterScope())
-            {
-                // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
-                // linked after that would never be woken: refuse it here instead.
-                ThrowIfDisposed();
-                _waiters.AddLast(waiter.Node);
-                Interlocked.Increment(ref _waiterCount);
-                linked = true;
-            }
-        }
-        finally
-        {
-            if (!linked)
-            {
-                _storage.ExitForeign();
-            }
+            // Dispose sets _disposed before it takes this lock to fail the queue, so a waiter
+            // linked after that would never be woken: refuse it here instead.
+            ThrowIfDisposed();
+            _waiters.AddLast(waiter.Node);
+            Interlocked.Increment(ref _waiterCount);
         }
 
-        ServeWaiters();
+        ServeWaiters(released: null, scan: true);
         return waiter;
     }
 
     /// <summary>Hands idle slots, then units of budget, to the waiters in arrival order, while there are any.</summary>
-    private void ServeWaiters()
+    /// <param name="released">A slot the caller has just made idle, tried first; another thread may have taken it already.</param>
+    /// <param name="scan">
+    /// Whether to look for idle slots in the whole registry. Only a new waiter needs to: while one is
+    /// queued, every slot made idle is served by its publisher (see <see cref="ServeIfWaitedFor"/>),
+    /// so the others look only at the slot or unit they bring.
+    /// </param>
+    /// <remarks>
+    /// A slot handed over may be retired: the waiter discards it on its own thread (see
+    /// <see cref="Accept"/>), so that no object's Dispose runs under the lock.
+    /// </remarks>
+    private void ServeWaiters(PoolSlot<T>? released, bool scan = false)
     {
         using (_waitersLock.EnterScope())
         {
             while (_waiters.First is { } node)
             {
-                Waiter waiter = node.Value;
-                // The head waiter holds the gate closed until it is unlinked, so its caches may be drained.
-                if (_storage.TryTakeAny(out PoolSlot<T>? slot))
+                PoolSlot<T>? slot = released is not null && _storage.TryClaim(released) ? released : null;
+                released = null;
+                if (slot is not null || (scan && _storage.TryClaimAny(out slot)))
                 {
                     Unlink(node);
-                    waiter.Complete(slot);
+                    node.Value.Complete(slot);
                 }
                 else if (_allocationBudget.TryTake())
                 {
                     Unlink(node);
-                    waiter.Complete(null);
+                    node.Value.Complete(null);
                 }
                 else
                 {
@@ -289,9 +301,7 @@ public abstract partial class Pool<T>
 
         if (handOver.Result is { } slot)
         {
-            // Cleaned when it was released; it goes back as it came, without another CleanUp.
-            slot.MarkRented();
-            Store(slot);
+            StoreAgain(slot);
         }
         else
         {
@@ -333,7 +343,6 @@ public abstract partial class Pool<T>
         Debug.Assert(_waitersLock.IsHeldByCurrentThread);
         _waiters.Remove(node);
         Interlocked.Decrement(ref _waiterCount);
-        _storage.ExitForeign();
     }
 
     /// <summary>One taker waiting for an exhausted pool, queued first-come first-served.</summary>

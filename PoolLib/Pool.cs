@@ -2,7 +2,6 @@ using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Reflection;
 using System.Runtime.CompilerServices;
-using System.Runtime.ExceptionServices;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -22,9 +21,10 @@ namespace PoolLib;
 /// sleeps until a release wakes it; nothing polls.
 /// </para>
 /// <para>
-/// Every member is safe to call from any number of threads at once. <see cref="CleanUp"/> runs on
-/// the releasing thread before the object is visible to another taker; <see cref="ObjectConstructor"/>
-/// and <see cref="HoldSlotInObject"/> run on the taking (or pre-warming) thread, never under a lock.
+/// Every member is safe to call from any number of threads at once. A thread that returns objects
+/// finds those same objects first when it takes again. <see cref="CleanUp"/> runs on the releasing
+/// thread before the object is visible to another taker; <see cref="ObjectConstructor"/> and
+/// <see cref="HoldSlotInObject"/> run on the taking (or pre-warming) thread, never under a lock.
 /// </para>
 /// <para>
 /// Capacity never leaks: an object whose construction, slot hand-over or clean-up throws is
@@ -37,41 +37,30 @@ namespace PoolLib;
 /// woken with it, idle objects are disposed, and objects still rented are disposed when released.
 /// </para>
 /// </remarks>
-// The non-public methods are kept for trimming so that the constructor can tell whether Validate is overridden.
+// The non-public methods are kept for trimming so that the constructor can tell which virtual methods are overridden.
 [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.NonPublicMethods)]
 public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool where T : class
 {
-    // Bits of _takeChecks and _releaseChecks: what a take or release must do beyond the fast path.
-    // A pool with no feature on has both at 0, and pays one load and one branch for each.
+    // Bits of _takeChecks and _releaseChecks: what a take or release must do beyond its fast path.
+    // A pool with no option on and a clean-up to run has both at 0, and pays one load and one branch for each.
     private const int ValidateOnTake = 1;
     private const int TrackRentals = 2;
-    private const int EnforceLifetime = 4;
-    private const int TrackIdleTime = 8;
-    private const int DiscardCleared = 16;
+    private const int TrackIdleTime = 1;
+    private const int PoolDisposed = 2;
 
     private readonly LockFreeSemaphore _allocationBudget;
-    private readonly SlotStorage<T> _storage = new();
+    private readonly SlotStorage<T> _storage;
     private readonly string _name;
-    private readonly TimeProvider _timeProvider;
+    private readonly int _takeChecks;
 
-    // In TimeProvider timestamp units; 0 where the option is off.
-    private readonly long _maxObjectLifetime;
-    private readonly long _idleTimeout;
-    private readonly long _leakDetectionThreshold;
-    private readonly int _minIdle;
+    // Whether CleanUp does anything; without it a release makes its slot idle with one swap.
+    private readonly bool _cleansUp;
 
-    // Each gains DiscardCleared with the first Clear, and keeps it; otherwise fixed at construction.
-    private int _takeChecks;
+    // Gains PoolDisposed when the pool is disposed; otherwise fixed at construction.
     private int _releaseChecks;
 
-    // How many times Clear has run; a slot made before the last Clear has an older value.
-    private int _generation;
-
-    // 1 once Dispose has started; makes Dispose run once.
-    private int _disposeStarted;
-
-    // 0 while the pool is live, 1 once Dispose has closed the storage's foreign-access gate for
-    // good (so whoever reads 1 may take from any thread's cache); set with Interlocked.Exchange.
+    // 0 while the pool is live, 1 once Dispose has begun; set with Interlocked.Exchange, read after
+    // every publication of an idle slot (see Stored).
     private int _disposed;
 
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
@@ -98,8 +87,11 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     {
     }
 
-    /// <summary>The constructor every other one calls; <paramref name="defaultName"/> replaces the type's name as the default.</summary>
-    private protected Pool(PoolOptions options, string? defaultName)
+    /// <summary>The constructor every other one calls.</summary>
+    /// <param name="options">The options, checked here.</param>
+    /// <param name="defaultName">Replaces the type's name as the default name.</param>
+    /// <param name="cleansUp">Whether <see cref="CleanUp"/> does anything; <see langword="null"/> to tell by whether it is overridden.</param>
+    private protected Pool(PoolOptions options, string? defaultName, bool? cleansUp = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         ArgumentOutOfRangeException.ThrowIfLessThan(options.MaxCapacity, 1, OptionName(nameof(PoolOptions.MaxCapacity)));
@@ -110,16 +102,13 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             throw new ArgumentException("The pool's name must not be empty or white space.", OptionName(nameof(PoolOptions.Name)));
         }
 
-        _timeProvider = options.TimeProvider ?? TimeProvider.System;
-        _maxObjectLifetime = Timestamps(options.MaxObjectLifetime, nameof(PoolOptions.MaxObjectLifetime));
-        _idleTimeout = Timestamps(options.IdleTimeout, nameof(PoolOptions.IdleTimeout));
-        _leakDetectionThreshold = Timestamps(options.LeakDetectionThreshold, nameof(PoolOptions.LeakDetectionThreshold));
-        _minIdle = options.MinIdle;
+        InitialiseOptions(options);
         _allocationBudget = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
+        _storage = new SlotStorage<T>(options.MaxCapacity);
         _name = options.Name ?? defaultName ?? DisplayName(GetType());
-
-        _takeChecks = (OverridesValidate() ? ValidateOnTake : 0) | (_leakDetectionThreshold != 0 ? TrackRentals : 0);
-        _releaseChecks = (_maxObjectLifetime != 0 ? EnforceLifetime : 0) | (_idleTimeout != 0 ? TrackIdleTime : 0);
+        _cleansUp = cleansUp ?? Overrides(nameof(CleanUp));
+        _takeChecks = (Overrides(nameof(Validate)) ? ValidateOnTake : 0) | (_leakDetectionThreshold != 0 ? TrackRentals : 0);
+        _releaseChecks = _idleTimeout != 0 ? TrackIdleTime : 0;
 
         PoolMetrics.Track(this);
         StartMaintenance(options);
@@ -137,17 +126,16 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a few reads per thread that has used the pool, whatever the pool's size. Exact when no
-    /// take or release is in flight; under concurrent use a snapshot, which is never greater than
-    /// <see cref="TotalCount"/> (a slot moving between a thread's cache and the shared stack during
-    /// the read could otherwise be counted twice).
+    /// Costs a read per thread that has returned objects to the pool, whatever the pool's size.
+    /// Exact when no take or release is in flight; under concurrent use a snapshot, never negative
+    /// and never greater than <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount => Math.Min(_storage.Count, TotalCount);
+    public int AvailableCount => Math.Clamp(_storage.IdleCount, 0, TotalCount);
 
     int PoolMetrics.IObservedPool.WaiterCount => WaiterCount;
 
-    /// <summary>Gets how many slots storage holds, uncapped; for tests that check nothing is stored twice.</summary>
-    internal int StoredCount => _storage.Count;
+    /// <summary>Gets the pool's storage; for tests that look inside it.</summary>
+    internal SlotStorage<T> Storage => _storage;
 
     /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
@@ -170,8 +158,8 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <returns><see langword="false"/> if the pool is exhausted or other takers are already waiting.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
     /// <remarks>
-    /// An object that another thread is returning or taking at that very moment (its own cache is
-    /// busy) is not waited for; if the cap allows, a new object is created instead.
+    /// An object that another thread is returning at that very moment (it has not yet finished its
+    /// clean-up) is not waited for; if the cap allows, a new object is created instead.
     /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
@@ -244,34 +232,33 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             ThrowForeignSlot(nameof(slot));
         }
 
-        if (!slot.TryBeginReturn())
+        if (_releaseChecks == 0)
         {
-            ThrowSlotAlreadyReturned();
+            if (!_cleansUp)
+            {
+                if (slot.TryReturnIdle())
+                {
+                    Stored(slot);
+                    return;
+                }
+            }
+            else if (slot.TryBeginReturn())
+            {
+                CleanUpOrDiscard(slot);
+                if (slot.TryPublish())
+                {
+                    Stored(slot);
+                }
+                else
+                {
+                    Discard(slot, PoolMetrics.DiscardReason.Expired);
+                }
+
+                return;
+            }
         }
 
-        if (Volatile.Read(ref _disposed) != 0)
-        {
-            Discard(slot, PoolMetrics.DiscardReason.Disposed);
-            return;
-        }
-
-        if (_releaseChecks != 0 && IsStaleOnRelease(slot, out PoolMetrics.DiscardReason reason))
-        {
-            Discard(slot, reason);
-            return;
-        }
-
-        try
-        {
-            CleanUp(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
-            throw;
-        }
-
-        Store(slot);
+        ReleaseSlow(slot);
     }
 
     /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
@@ -298,7 +285,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
     /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
-    /// <remarks>The object goes where every thread looks, not into the calling thread's own cache.</remarks>
+    /// <remarks>The object is for whichever thread takes first, not kept for the calling thread.</remarks>
     protected bool TryAllocatePush()
     {
         ThrowIfDisposed();
@@ -307,11 +294,11 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             return false;
         }
 
-        // Pre-warmed objects are for whichever threads take first; kept in the calling thread's cache
-        // (often a constructor's), every other thread would have to steal them through the gate.
         PoolSlot<T> slot = CreateSlot();
-        slot.MarkInPool();
-        StoreShared(slot);
+        bool idle = slot.TryReturnIdle();
+        Debug.Assert(idle, "Nobody else knows a slot just made.");
+        _storage.CountIdle();
+        ServeIfWaitedFor(slot);
         return true;
     }
 
@@ -361,9 +348,9 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <remarks>
     /// Safe to call concurrently with any other member; rented objects stay usable until released.
     /// Every idle object is disposed exactly once even when some throw; then the one exception is
-    /// rethrown as it is, or several together in an <see cref="AggregateException"/>. A release or
-    /// take racing with this call may dispose some idle objects itself, and then it throws their
-    /// exceptions instead. The pool is disposed either way.
+    /// rethrown as it is, or several together in an <see cref="AggregateException"/>. A release
+    /// racing with this call may dispose its own object, and then it throws that object's exception
+    /// instead. The pool is disposed either way.
     /// </remarks>
     public void Dispose()
     {
@@ -381,427 +368,121 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <param name="disposing"><see langword="true"/> when called from <see cref="Dispose()"/>.</param>
     protected virtual void Dispose(bool disposing)
     {
-        if (!disposing || Interlocked.Exchange(ref _disposeStarted, 1) != 0)
+        if (!disposing || Interlocked.Exchange(ref _disposed, 1) != 0)
         {
             return;
         }
 
-        // Enter the gate for good before saying so: from here on no thread keeps slots in its own
-        // cache, and whoever reads _disposed may drain every cache (see DiscardStored).
-        _storage.EnterForeign();
-        Interlocked.Exchange(ref _disposed, 1);
+        Interlocked.Or(ref _releaseChecks, PoolDisposed);
         StopMaintenance();
         PoolMetrics.Untrack(this);
         FailAllWaiters();
-        DiscardStored();
+        DiscardIdle(PoolMetrics.DiscardReason.Disposed, retiredOnly: false);
     }
 
     /// <summary>
-    /// The path every take tries first: an idle object the calling thread kept. It fails whenever a
-    /// taker waits or the pool is disposed, because both hold the storage's gate closed.
+    /// The path every take tries first: the newest idle object the calling thread returned, unless
+    /// a taker is waiting, which goes first.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private bool TryTakeFast([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (_storage.TryTakeOwn(out slot))
+        if (Volatile.Read(ref _waiterCount) == 0 && _storage.TryTakeOwn(out slot)
+            && (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false)))
         {
-            slot.MarkRented();
-            if (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false))
-            {
-                return true;
-            }
+            return true;
         }
 
         slot = null;
         return false;
     }
 
-    /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
-    /// <param name="slot">The slot taken.</param>
-    /// <param name="lookInCaches">
-    /// Whether to look into other threads' caches even when the cap leaves no room for a new object;
-    /// such a look may cost a process-wide barrier, so a taker that may spin makes it only on its
-    /// last round (see <see cref="TrySpinTake"/>). With room under the cap it always looks, so that
-    /// an idle object is reused before a new one is made.
-    /// </param>
-    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookInCaches = true)
-    {
-        ThrowIfDisposed();
-        while (Volatile.Read(ref _waiterCount) == 0)
-        {
-            if (_storage.TryPopSharedAndRefill(out slot, out bool pushedBack)
-                || ((lookInCaches || _allocationBudget.CurrentCount != 0) && TrySteal(out slot, out pushedBack)))
-            {
-                slot.MarkRented();
-                if (pushedBack)
-                {
-                    ServeAfterPushBack(slot);
-                }
-
-                if (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false))
-                {
-                    return true;
-                }
-
-                // Invalid and discarded: look again, as if it had never been there.
-                continue;
-            }
-
-            if (_allocationBudget.TryTake())
-            {
-                slot = CreateRentedSlot();
-                return true;
-            }
-
-            break;
-        }
-
-        slot = null;
-        return false;
-    }
-
-    /// <summary>
-    /// Takes a slot another thread (or this one) kept in its cache, and moves the rest of that cache
-    /// onto the shared stack, entering the gate only for the attempt and only if some cache looks non-empty.
-    /// </summary>
-    /// <remarks>
-    /// Why only for the attempt: while the gate is closed every owner leaves its cache alone and
-    /// every release goes to the shared stack, which slows every thread; only a queued waiter holds
-    /// it longer. The taker skips busy caches: it will look again, or queue, and a waiter's look
-    /// waits for them.
-    /// </remarks>
-    private bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
-    {
-        if (!_storage.MayHoldCached())
-        {
-            slot = null;
-            pushedBack = false;
-            return false;
-        }
-
-        _storage.EnterForeign();
-        try
-        {
-            return _storage.TrySteal(out slot, out pushedBack, waitForOwners: false);
-        }
-        finally
-        {
-            _storage.ExitForeign();
-        }
-    }
-
-    /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>
-    internal T CreateUnpooled()
-    {
-        ThrowIfDisposed();
-        return Construct();
-    }
-
-    private T Construct() =>
-        ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
-
-    /// <summary>Makes an object and its slot with one unit of budget the caller already holds.</summary>
-    private PoolSlot<T> CreateSlot()
-    {
-        T @object;
-        try
-        {
-            @object = Construct();
-        }
-        catch
-        {
-            ReturnBudget();
-            throw;
-        }
-
-        var slot = new PoolSlot<T>(this, @object) { Generation = Volatile.Read(ref _generation) };
-        if (_maxObjectLifetime != 0)
-        {
-            slot.CreatedAt = _timeProvider.GetTimestamp();
-        }
-
-        _storage.Register(slot);
-        try
-        {
-            HoldSlotInObject(@object, slot);
-        }
-        catch (Exception failure)
-        {
-            // Never counted as created, so not counted as discarded either.
-            DiscardAfterFailure(slot, failure, reason: null);
-            throw;
-        }
-
-        PoolMetrics.Created(_name);
-        return slot;
-    }
-
-    /// <summary>Makes an object for a taker with one unit of budget the caller already holds, and starts its rental.</summary>
-    private PoolSlot<T> CreateRentedSlot()
-    {
-        PoolSlot<T> slot = CreateSlot();
-        if ((_takeChecks & TrackRentals) != 0)
-        {
-            BeginTrackedRental(slot);
-        }
-
-        return slot;
-    }
-
-    /// <summary>
-    /// What a take owes beyond the fast path, for an idle slot just marked rented: validation
-    /// (an invalid object is discarded, and this returns <see langword="false"/>) and leak tracking.
-    /// </summary>
-    /// <param name="slot">The slot taken.</param>
-    /// <param name="keepBudgetIfInvalid">
-    /// Whether an invalid object's place under the cap stays with the caller, who then makes a new
-    /// object with it (a waiter that was handed the object), instead of going back to the pool.
-    /// </param>
+    /// <summary>What a release does when its fast path does not apply: options on, the pool disposed, the slot retired or not rented.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private bool PassesTakeChecks(PoolSlot<T> slot, bool keepBudgetIfInvalid)
+    private void ReleaseSlow(PoolSlot<T> slot)
     {
-        int checks = Volatile.Read(ref _takeChecks);
-
-        // A Clear promises that no object idle before it is handed out after it, even one that a
-        // concurrent Trim or idle sweep had out of storage while Clear emptied it.
-        if ((checks & DiscardCleared) != 0 && slot.Generation != Volatile.Read(ref _generation))
-        {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Trimmed, keepBudgetIfInvalid);
-            return false;
-        }
-
-        if ((checks & ValidateOnTake) != 0)
-        {
-            bool valid;
-            try
-            {
-                valid = Validate(slot.Object);
-            }
-            catch (Exception failure)
-            {
-                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
-                throw;
-            }
-
-            if (!valid)
-            {
-                DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepBudgetIfInvalid);
-                return false;
-            }
-        }
-
-        if ((checks & TrackRentals) != 0)
-        {
-            BeginTrackedRental(slot);
-        }
-
-        return true;
-    }
-
-    /// <summary>
-    /// Discards an idle object a take refused. A taker that keeps the place under the cap (to make a
-    /// new object with it) gives it back after all if the object's Dispose throws, since that
-    /// exception ends the take.
-    /// </summary>
-    private void DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepBudget)
-    {
-        try
-        {
-            Discard(slot, reason, returnBudget: !keepBudget);
-        }
-        catch (Exception) when (keepBudget)
-        {
-            ReturnBudget();
-            throw;
-        }
-    }
-
-    /// <summary>
-    /// What a release owes beyond the fast path: says whether the object must be discarded instead
-    /// of stored (too old, or made before a <see cref="Clear"/>), and restarts its idle time.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private bool IsStaleOnRelease(PoolSlot<T> slot, out PoolMetrics.DiscardReason reason)
-    {
-        int checks = Volatile.Read(ref _releaseChecks);
-        reason = PoolMetrics.DiscardReason.Expired;
-        if ((checks & DiscardCleared) != 0 && slot.Generation != Volatile.Read(ref _generation))
-        {
-            return true;
-        }
-
-        // The maintenance timer marks objects past their lifetime, so a release reads no clock.
-        if ((checks & EnforceLifetime) != 0 && Volatile.Read(ref slot.Expired))
-        {
-            return true;
-        }
-
-        if ((checks & TrackIdleTime) != 0)
-        {
-            // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
-            Volatile.Write(ref slot.IdleSince, 0);
-        }
-
-        return false;
-    }
-
-    /// <summary>Makes a slot the caller owns idle: hands it to a waiter, stores it, or disposes it if the pool is disposed.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Store(PoolSlot<T> slot)
-    {
-        slot.MarkInPool();
-
-        // Kept in the caller's own cache only while the gate is open, that is with no waiter and
-        // before Dispose; a waiter or Dispose entering the gate later finds it there (see ForeignAccessGate).
-        if (!_storage.TryKeepOwn(slot, Environment.CurrentManagedThreadId))
-        {
-            StoreShared(slot);
-        }
-    }
-
-    /// <summary>Stores an in-pool slot on the shared stack, then serves waiters or drains a disposed pool.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void StoreShared(PoolSlot<T> slot)
-    {
-        _storage.PushShared(slot);
-        ServeAfterSharedPush();
-    }
-
-    /// <summary>
-    /// Does what the slots a take pushed back onto the shared stack owe. If that throws (an idle
-    /// object's Dispose, in a pool being disposed), the taker's own slot is stored before the
-    /// exception leaves, so it is not lost with it; if storing it throws too, both leave together.
-    /// </summary>
-    private void ServeAfterPushBack(PoolSlot<T> taken)
-    {
-        try
-        {
-            ServeAfterSharedPush();
-        }
-        catch (Exception failure)
-        {
-            try
-            {
-                Store(taken);
-            }
-            catch (Exception storeFailure)
-            {
-                throw new AggregateException(failure, storeFailure);
-            }
-
-            throw;
-        }
-    }
-
-    /// <summary>What every push onto the shared stack owes: serving waiters, draining a disposed pool.</summary>
-    private void ServeAfterSharedPush()
-    {
-        // The push is a full fence (an interlocked operation), so these reads cannot move before it.
-        // A new waiter increments _waiterCount (interlocked) before it looks in storage, and Dispose
-        // sets _disposed (interlocked) before it drains storage: either they see this slot, or we see
-        // them here and do their work for them. That is what rules out a lost wake-up or a slot left
-        // behind in a disposed pool.
-        if (Volatile.Read(ref _waiterCount) != 0)
-        {
-            ServeWaiters();
-        }
-
-        if (Volatile.Read(ref _disposed) != 0)
-        {
-            DiscardStored();
-        }
-    }
-
-    /// <summary>Ends a rental without storing the object; what <see cref="PoolSlot{T}.Discard"/> does.</summary>
-    internal void DiscardRental(PoolSlot<T> slot)
-    {
-        if (!slot.TryBeginReturn())
+        if (!slot.TryBeginAnyReturn())
         {
             ThrowSlotAlreadyReturned();
         }
 
-        Discard(slot, Volatile.Read(ref _disposed) != 0 ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
-    }
-
-    /// <summary>
-    /// Disposes a slot's object and, unless <paramref name="returnBudget"/> is <see langword="false"/>,
-    /// gives its place under the cap back, even if the object's Dispose throws.
-    /// </summary>
-    /// <param name="slot">A slot the caller owns and that is in no storage.</param>
-    /// <param name="reason">Why, for the discarded-objects counter; <see langword="null"/> for an object never counted as created.</param>
-    /// <param name="returnBudget">Whether the place under the cap goes back to the pool, or stays with the caller.</param>
-    private void Discard(PoolSlot<T> slot, PoolMetrics.DiscardReason? reason, bool returnBudget = true)
-    {
-        slot.MarkDiscarded();
-        _storage.Unregister(slot);
-        if (reason is { } counted)
+        if (Volatile.Read(ref _disposed) != 0 || slot.IsRetired)
         {
-            PoolMetrics.Discarded(_name, counted);
+            Discard(slot, Volatile.Read(ref _disposed) != 0 ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Expired);
+            return;
         }
 
-        try
+        if ((_releaseChecks & TrackIdleTime) != 0)
         {
-            (slot.Object as IDisposable)?.Dispose();
+            // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
+            Volatile.Write(ref slot.History!.IdleSince, 0);
         }
-        finally
+
+        if (_cleansUp)
         {
-            if (returnBudget)
-            {
-                ReturnBudget();
-            }
+            CleanUpOrDiscard(slot);
+        }
+
+        if (slot.TryPublish())
+        {
+            Stored(slot);
+        }
+        else
+        {
+            Discard(slot, PoolMetrics.DiscardReason.Expired);
         }
     }
 
-    /// <summary>
-    /// Discards a slot whose object just failed in user code with <paramref name="failure"/>, which
-    /// the caller rethrows; if the object's Dispose throws too, both leave together instead.
-    /// </summary>
-    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure, PoolMetrics.DiscardReason? reason)
+    /// <summary>Runs <see cref="CleanUp"/> on a returning slot; if it throws, discards the slot and rethrows.</summary>
+    private void CleanUpOrDiscard(PoolSlot<T> slot)
     {
         try
         {
-            Discard(slot, reason);
+            CleanUp(slot.Object);
         }
-        catch (Exception disposeFailure)
+        catch (Exception failure)
         {
-            throw new AggregateException(failure, disposeFailure);
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            throw;
         }
+    }
+
+    /// <summary>What follows the publication of a slot the calling thread made idle: a hint for its next take, then what waiters or Dispose need.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void Stored(PoolSlot<T> slot)
+    {
+        _storage.KeepOwn(slot);
+        ServeIfWaitedFor(slot);
     }
 
     /// <summary>
-    /// Discards every stored slot; used once the pool is disposed, whose gate is then closed for good.
-    /// Every object is disposed even if some throw; then the one exception is rethrown as it is, or
-    /// several in an <see cref="AggregateException"/>.
+    /// Hands a slot just made idle to a waiter, or discards it if the pool is being disposed, when
+    /// either needs it. The publication before this was a full fence (an interlocked swap), so these
+    /// reads cannot move before it: a waiter queues (incrementing _waiterCount, interlocked) before it
+    /// scans the registry, and Dispose sets _disposed (interlocked) before it does. Either they see
+    /// this slot idle, or this reads them and does their work for them: no lost wake-up, no idle
+    /// object left in a disposed pool.
     /// </summary>
-    private void DiscardStored()
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void ServeIfWaitedFor(PoolSlot<T> slot)
     {
-        List<Exception>? failures = null;
-        while (_storage.TryTakeAny(out PoolSlot<T>? slot))
+        if ((Volatile.Read(ref _waiterCount) | Volatile.Read(ref _disposed)) != 0)
         {
-            try
-            {
-                Discard(slot, PoolMetrics.DiscardReason.Disposed);
-            }
-            catch (Exception failure)
-            {
-                (failures ??= []).Add(failure);
-            }
-        }
-
-        if (failures is not null)
-        {
-            ThrowDisposeFailures(failures);
+            ServeWaitersOrDiscard(slot);
         }
     }
 
-    private void ReturnBudget()
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ServeWaitersOrDiscard(PoolSlot<T> slot)
     {
-        _allocationBudget.Release();
-
-        // Same pairing as in Store: a waiter that queued before this release must get the unit.
         if (Volatile.Read(ref _waiterCount) != 0)
         {
-            ServeWaiters();
+            ServeWaiters(slot);
+        }
+
+        if (Volatile.Read(ref _disposed) != 0 && _storage.TryClaim(slot))
+        {
+            Discard(slot, PoolMetrics.DiscardReason.Disposed);
         }
     }
 
@@ -813,6 +494,10 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         }
     }
 
+    /// <summary>Gets whether the concrete pool type overrides one of this class's non-public virtual methods taking a <typeparamref name="T"/>.</summary>
+    private bool Overrides(string method) =>
+        GetType().GetMethod(method, BindingFlags.Instance | BindingFlags.NonPublic, [typeof(T)])?.DeclaringType != typeof(Pool<T>);
+
     /// <summary>Gets an option's name as an argument exception names it.</summary>
     private static string OptionName(string option) => $"options.{option}";
 
@@ -822,25 +507,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
         return new PoolOptions { MaxCapacity = maxCapacity };
     }
-
-    /// <summary>Converts an optional time span option to <see cref="TimeProvider"/> timestamp units; 0 when it is off.</summary>
-    private long Timestamps(TimeSpan? option, string optionName)
-    {
-        if (option is not { } span)
-        {
-            return 0;
-        }
-
-        ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(span, TimeSpan.Zero, OptionName(optionName));
-
-        // Spans too long for the clock's units (TimeSpan.MaxValue among them) mean "never" in practice.
-        double timestamps = span.TotalSeconds * _timeProvider.TimestampFrequency;
-        return timestamps >= long.MaxValue ? long.MaxValue : Math.Max(1, (long)timestamps);
-    }
-
-    /// <summary>Gets whether the concrete pool type overrides <see cref="Validate"/>; the default is never called.</summary>
-    private bool OverridesValidate() =>
-        GetType().GetMethod(nameof(Validate), BindingFlags.Instance | BindingFlags.NonPublic, [typeof(T)])?.DeclaringType != typeof(Pool<T>);
 
     /// <summary>Gets a type's name as C# writes it: <c>Pool&lt;StringBuilder&gt;</c> rather than <c>Pool`1</c>.</summary>
     private protected static string DisplayName(Type type)
@@ -857,17 +523,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private void ThrowDisposed() => throw new ObjectDisposedException(GetType().FullName);
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowDisposeFailures(List<Exception> failures)
-    {
-        if (failures.Count == 1)
-        {
-            ExceptionDispatchInfo.Throw(failures[0]);
-        }
-
-        throw new AggregateException(failures);
-    }
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowForeignSlot(string paramName) =>

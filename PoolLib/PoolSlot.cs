@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using PoolLib.Internal;
 
 namespace PoolLib;
 
@@ -22,41 +23,35 @@ namespace PoolLib;
 /// </remarks>
 public sealed class PoolSlot<T> : IDisposable where T : class
 {
-    // The slot's life: Rented -> Returning -> InPool -> Rented ... and, once, -> Discarded.
-    // Rented -> Returning is a CAS, so only one releaser can win. Every other transition is made by the one thread that owns the slot at that moment (the
-    // winner of Rented -> Returning, or the thread that popped the slot from storage), so a plain
-    // volatile write is enough for them.
-    private const int Rented = 0;
-    private const int Returning = 1;
-    private const int InPool = 2;
-    private const int Discarded = 3;
+    // The states of _state, in its low bits: Rented -> Returning -> Idle -> Rented ... (a pool
+    // without a clean-up goes from Rented to Idle at once), and once, from any of them, -> Discarded.
+    // Retired is a flag on top: set by Clear or the lifetime sweep, it makes the next take or release
+    // discard the object. Invariant: every change of _state but the last is a compare-and-swap from
+    // the value its maker read, so of any number of threads racing for one step (releasers, takers,
+    // a thread that discards) exactly one wins it and owns the slot until its next step; the owner
+    // alone makes the last, to Discarded.
+    internal const int Rented = 0;
+    internal const int Returning = 1;
+    internal const int Idle = 2;
+    internal const int Discarded = 3;
+    internal const int Retired = 4;
+    private const int StateMask = 3;
 
     private readonly Pool<T> _owner;
     private readonly T _object;
     private int _state;
 
-    // Links for the pool's storage (SlotStack): this slot's index in the pool's registry, the
-    // index + 1 of the slot below it while it is in the stack (0: none), and its depth there (1 at
-    // the bottom). Written only by the thread that owns the slot (the registering pool, or the
-    // pusher) before the push that publishes it; read by poppers, pushers and counters.
-    internal int StackIndex;
-    internal int NextInStack;
-    internal int DepthInStack;
+    // Written under the pool's registry lock when the slot is registered; see SlotStorage.
+    internal int Index;
 
-    // The pool's optional features, each written only while its option is on. CreatedAt and
-    // Generation are set once, when the object is made; Expired is set once, by the maintenance
-    // timer, when the object has outlived MaxObjectLifetime. IdleSince is 0 from each release until the
-    // pool's idle sweep first sees the slot in the pool, then that sweep's timestamp. RentalNumber,
-    // RentedAt and TakenAt describe the current rental (leak detection); LeakReportedFor is the
-    // number of the last rental reported, so each rental is reported once.
-    internal long CreatedAt;
-    internal bool Expired;
-    internal int Generation;
-    internal long IdleSince;
-    internal long RentalNumber;
-    internal long RentedAt;
-    internal StackTrace? TakenAt;
-    internal long LeakReportedFor;
+    // What the pool's time-based options track per object; null while every such option is off.
+    internal SlotHistory? History;
+
+    // After the fields above: slots that different threads use never share a cache line, or the
+    // pair of lines x64 prefetches together, wherever the allocator puts them.
+#pragma warning disable CS0169 // Never read: it only takes up room.
+    private CacheLinePadding _padding;
+#pragma warning restore CS0169
 
     internal PoolSlot(Pool<T> owner, T @object)
     {
@@ -70,9 +65,12 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 
     internal Pool<T> Owner => _owner;
 
-    internal bool IsInPool => Volatile.Read(ref _state) == InPool;
 
-    internal bool IsRented => Volatile.Read(ref _state) == Rented;
+    internal bool IsIdle => (Volatile.Read(ref _state) & StateMask) == Idle;
+
+    internal bool IsRented => (Volatile.Read(ref _state) & StateMask) == Rented;
+
+    internal bool IsRetired => (Volatile.Read(ref _state) & Retired) != 0;
 
     /// <summary>Returns this slot to the pool it came from.</summary>
     /// <exception cref="InvalidOperationException">The slot is already back in its pool.</exception>
@@ -91,23 +89,71 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// </remarks>
     public void Discard() => _owner.DiscardRental(this);
 
-    /// <summary>Claims the right to return the slot; only one caller can win it per rental.</summary>
+    /// <summary>Takes an idle slot that is not retired; the fast path of a take.</summary>
+    internal bool TryClaimIdle() => Interlocked.CompareExchange(ref _state, Rented, Idle) == Idle;
+
+    /// <summary>Takes an idle slot, retired or not; the caller checks <see cref="IsRetired"/> and discards a retired one.</summary>
+    internal bool TryClaimAnyIdle() => TryMove(Idle, Rented);
+
+    /// <summary>Claims the right to return a rented slot that is not retired; only one caller can win it per rental.</summary>
     internal bool TryBeginReturn() => Interlocked.CompareExchange(ref _state, Returning, Rented) == Rented;
 
-    /// <summary>Marks the slot stored; called by its returner just before making it visible to takers.</summary>
-    internal void MarkInPool()
+    /// <summary>
+    /// Makes a rented slot that is not retired idle at once, for a pool with no clean-up to run;
+    /// only one caller can win it per rental, and the swap orders what follows it after the publication.
+    /// </summary>
+    internal bool TryReturnIdle() => Interlocked.CompareExchange(ref _state, Idle, Rented) == Rented;
+
+    /// <summary>Claims the right to return a rented slot, retired or not; the caller checks <see cref="IsRetired"/>.</summary>
+    internal bool TryBeginAnyReturn() => TryMove(Rented, Returning);
+
+    /// <summary>
+    /// Makes a returning slot idle, unless it was retired meanwhile (the caller then discards it);
+    /// the swap orders what follows it after the publication.
+    /// </summary>
+    internal bool TryPublish() => Interlocked.CompareExchange(ref _state, Idle, Returning) == Returning;
+
+    /// <summary>Sets <see cref="Retired"/> unless the slot is discarded or retired already.</summary>
+    internal void Retire()
     {
-        Debug.Assert(_state is Returning or Rented, "Only a returner or the creator stores a slot.");
-        Volatile.Write(ref _state, InPool);
+        int state = Volatile.Read(ref _state);
+        while ((state & StateMask) != Discarded && (state & Retired) == 0)
+        {
+            int seen = Interlocked.CompareExchange(ref _state, state | Retired, state);
+            if (seen == state)
+            {
+                return;
+            }
+
+            state = seen;
+        }
     }
 
-    /// <summary>Marks the slot rented; called by the one thread that took it out of storage.</summary>
-    internal void MarkRented()
+    /// <summary>
+    /// Moves the slot from state <paramref name="from"/> to <paramref name="to"/>, keeping the
+    /// <see cref="Retired"/> flag; a swap that fails only because the flag was set meanwhile is retried.
+    /// </summary>
+    private bool TryMove(int from, int to)
     {
-        Debug.Assert(_state == InPool, "A slot taken from storage must have been in it.");
-        Volatile.Write(ref _state, Rented);
+        int state = Volatile.Read(ref _state);
+        while ((state & StateMask) == from)
+        {
+            int seen = Interlocked.CompareExchange(ref _state, (state & Retired) | to, state);
+            if (seen == state)
+            {
+                return true;
+            }
+
+            state = seen;
+        }
+
+        return false;
     }
 
-    /// <summary>Marks the slot gone for good; its object has been or is being disposed.</summary>
-    internal void MarkDiscarded() => Volatile.Write(ref _state, Discarded);
+    /// <summary>Marks a slot the caller owns (one it took or is returning) gone for good.</summary>
+    internal void MarkDiscarded()
+    {
+        Debug.Assert((_state & StateMask) is Rented or Returning, "Only the owner of a rented or returning slot discards it.");
+        Volatile.Write(ref _state, Discarded);
+    }
 }

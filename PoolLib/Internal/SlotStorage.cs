@@ -1,296 +1,314 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
+using System.Numerics;
 using System.Runtime.CompilerServices;
 
 namespace PoolLib.Internal;
 
 /// <summary>
-/// Where a pool's idle slots wait: a small cache per thread (<see cref="ThreadSlotCache"/>) in front
-/// of a shared lock-free stack (<see cref="SlotStack{T}"/>).
+/// Where a pool's slots live: a registry of every slot made and not yet discarded, and per thread a
+/// cache of the slots that thread made idle, as hints of where to look first.
 /// </summary>
 /// <remarks>
 /// <para>
-/// Algorithm: a store first tries the calling thread's own cache, then pushes onto the stack
-/// (<see cref="PushShared"/>). A take first tries the caller's own cache (<see cref="TryTakeOwn"/>),
-/// then pops the stack (<see cref="TryPopSharedAndRefill"/>), then, inside the
-/// <see cref="ForeignAccessGate"/>, empties any thread's cache (<see cref="TrySteal"/>). A thread
-/// that takes and returns works on its own cache with plain reads and writes (no interlocked
-/// operation, no shared cache line) and allocates nothing; neither does the stack, whose nodes are
-/// the slots themselves.
+/// Algorithm, after HikariCP's ConcurrentBag: the registry is the storage. A slot is idle because
+/// its state says so, and it is taken by one compare-and-swap of that state (see
+/// <see cref="PoolSlot{T}"/>), wherever the taker found it. A thread that returns a slot remembers it
+/// in its own cache, and its next take tries those slots first, newest first: it touches only its
+/// cache and the slots it used last, and no line another thread writes. Other threads never touch
+/// that cache; when their own is empty they scan the registry and claim any idle slot. So a hint may
+/// be stale (its slot taken by another thread since); its claim then fails and the owner tries the next.
 /// </para>
 /// <para>
-/// Batches: a pop from the stack may move a few more slots into the taker's cache with the same
-/// swap, and a push from a full cache may take the whole cache with it, so a thread that takes many
-/// objects and then returns them all pays about one swap on the shared head per cache-full of
-/// objects instead of one per object. When to batch, and how much, is the cache's policy
-/// (see <see cref="ThreadSlotCache"/>); this type only moves the slots.
+/// A slot never moves between stores, so it is never in transit where a taker, waiter or Dispose
+/// cannot see it. A cache holds as many hints as its thread shows it needs: a hint about to be
+/// overwritten whose slot is still idle means the thread holds that many objects at once, and the
+/// cache doubles, up to the pool's cap.
 /// </para>
 /// <para>
-/// While the gate is closed (someone is stealing, a taker waits, or the pool is disposed), owners
-/// neither keep nor take from their caches: every store goes to the stack, where waiters and
-/// thieves find it with one pop, and caches only drain.
-/// </para>
-/// <para>
-/// Guarantees: lock-free except that a thief waits for an owner that is in the middle of a plain
-/// operation on its own cache (a few instructions, unless the owner is preempted there); every slot
-/// stored is taken at most once; <see cref="TrySteal"/> returning <see langword="false"/> while waiting
-/// for busy owners means every cache was empty when the thief looked at it after entering the gate
-/// (a thief that skips busy owners may also have passed over a cache in use). Not guaranteed: LIFO order
-/// across caches, or a consistent <see cref="Count"/> while stores and takes are in flight.
+/// Guarantees: takes and returns are lock-free (the registry lock is taken only when a slot is
+/// made or discarded, and a cache's the first time its thread returns a slot); each time a slot is
+/// made idle, one taker at most gets it. Not guaranteed: LIFO order across threads, fairness
+/// between threads scanning at once, or an exact <see cref="IdleCount"/> while takes and returns run.
 /// </para>
 /// </remarks>
 internal sealed class SlotStorage<T> where T : class
 {
-    // Threads whose managed id is this or more keep no cache and use the stack only, which bounds
-    // the cache table of a process that has run very many threads at once.
+    // Threads whose managed id is this or more keep no cache, which bounds the table of a process
+    // that has run very many threads at once.
     private const int MaxCachedThreadId = 4096;
 
-    // Indexed by managed thread id; an entry, once set, is never replaced, and a larger table
-    // copies every entry. Written under _cachesLock, read without it (Volatile.Read by thieves;
-    // an owner may read a stale table, which still holds its own cache if it had one).
-    private ThreadSlotCache?[] _caches = new ThreadSlotCache?[16];
-    private readonly UninterruptibleLock _cachesLock = new();
+    // Both powers of two; the second bounds the memory of a thread that returns very many objects.
+    private const int InitialCacheLength = 8;
+    private const int MaxCacheLength = 1 << 16;
 
-    private readonly ForeignAccessGate _gate = new();
-    private readonly SlotStack<T> _stack = new();
+    private readonly int _maxCacheLength;
+
+    // Guarded by _lock for writes; read without it through Volatile.Read. Every slot registered sits
+    // at its Index; a slot is written here before it is first made idle, so whoever sees it idle can
+    // find it. Entries at and above _registeredCount are null.
+    private PoolSlot<T>?[] _slots = new PoolSlot<T>?[4];
+    private int _registeredCount;
+    private readonly Stack<int> _freeIndices = new();
+
+    // Indexed by managed thread id; an entry, once set, is never replaced, and a larger table copies
+    // every entry. Written under _lock, read without it.
+    private ThreadSlotCache?[] _caches = new ThreadSlotCache?[16];
+
+    // Uninterruptible: every holder is halfway through making or discarding a slot.
+    private readonly UninterruptibleLock _lock = new();
+
+    // Slots made idle minus slots taken out of idle by threads that have no cache; see IdleCount.
+    private int _uncachedIdleBalance;
+
+    /// <param name="maxCapacity">The pool's cap: no thread needs hints for more slots than that.</param>
+    public SlotStorage(int maxCapacity)
+    {
+        _maxCacheLength = (int)Math.Min(MaxCacheLength, BitOperations.RoundUpToPowerOf2((uint)Math.Max(maxCapacity, InitialCacheLength)));
+    }
 
     /// <summary>
-    /// Gets how many slots are stored. Exact when no store or take is in flight; otherwise a snapshot
-    /// that may count a slot moving between a cache and the stack twice, or miss it.
+    /// Gets how many slots are idle: exact when no take or return is in flight, otherwise a snapshot
+    /// that may be off by those in flight. Costs a read per thread that has returned a slot.
     /// </summary>
-    public int Count
+    public int IdleCount
     {
         get
         {
-            int count = _stack.Count;
+            int count = Volatile.Read(ref _uncachedIdleBalance);
             foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
             {
-                count += cache?.Count ?? 0;
+                count += cache is null ? 0 : Volatile.Read(ref cache.IdleBalance);
             }
 
             return count;
         }
     }
 
-    /// <summary>Makes a new slot storable; called once when its object is created.</summary>
-    public void Register(PoolSlot<T> slot) => _stack.Register(slot);
+    /// <summary>
+    /// Gets every slot made and not yet discarded, for a scan that may miss a slot registered or
+    /// discarded during it: an entry is a slot or <see langword="null"/>.
+    /// </summary>
+    public PoolSlot<T>?[] Registered => Volatile.Read(ref _slots);
 
-    /// <summary>Gets every slot made and not yet discarded, idle or rented; see <see cref="SlotStack{T}.Registered"/>.</summary>
-    public PoolSlot<T>?[] Registered => _stack.Registered;
+    /// <summary>Gets the lock that guards the registry and the cache table; for tests that contend it.</summary>
+    public UninterruptibleLock Lock => _lock;
 
-    /// <summary>Forgets a discarded slot, which is in no cache and not in the stack.</summary>
-    public void Unregister(PoolSlot<T> slot) => _stack.Unregister(slot);
+    /// <summary>Makes a new slot findable; call once, before it is first made idle.</summary>
+    public void Register(PoolSlot<T> slot)
+    {
+        using (_lock.EnterScope())
+        {
+            int index = _freeIndices.Count > 0 ? _freeIndices.Pop() : _registeredCount++;
+            PoolSlot<T>?[] slots = _slots;
+            if (index >= slots.Length)
+            {
+                Array.Resize(ref slots, slots.Length * 2);
+            }
 
-    /// <summary>Gets whether the gate is closed (some thread is inside it); for tests that check nothing is left behind.</summary>
-    public bool IsGateClosed => _gate.IsClosed;
+            Debug.Assert(slots[index] is null);
+            slot.Index = index;
+            slots[index] = slot;
+            Volatile.Write(ref _slots, slots);
+        }
+    }
 
-    /// <summary>Gets the lock that guards the cache table; for tests that contend it.</summary>
-    public UninterruptibleLock CacheTableLock => _cachesLock;
+    /// <summary>Forgets a discarded slot.</summary>
+    public void Unregister(PoolSlot<T> slot)
+    {
+        using (_lock.EnterScope())
+        {
+            Debug.Assert(ReferenceEquals(_slots[slot.Index], slot));
+            _slots[slot.Index] = null;
+            _freeIndices.Push(slot.Index);
+        }
+    }
 
-    /// <summary>Gets the lock that guards the stack's slot registry; for tests that contend it.</summary>
-    public UninterruptibleLock RegistryLock => _stack.RegistryLock;
-
-    /// <summary>Registers the caller as a thread that may take from other threads' caches; see <see cref="ForeignAccessGate"/>.</summary>
-    public void EnterForeign() => _gate.Enter();
-
-    /// <summary>Undoes one <see cref="EnterForeign"/>.</summary>
-    public void ExitForeign() => _gate.Exit();
-
-    /// <summary>Takes the newest slot the calling thread kept, if the gate is open. The cheapest way out.</summary>
+    /// <summary>
+    /// Takes the newest idle slot among those the calling thread made idle, if it kept any: the fast
+    /// path of a take. A retired slot is passed over, for <see cref="TryClaimAny"/> to find.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         ThreadSlotCache?[] caches = _caches;
         int threadId = Environment.CurrentManagedThreadId;
-        if ((uint)threadId < (uint)caches.Length && caches[threadId]?.TryTakeOwn(_gate) is { } taken)
+        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { Count: > 0 } cache)
         {
-            slot = Unsafe.As<PoolSlot<T>>(taken);
-            return true;
+            return TryTakeFrom(cache, out slot);
         }
 
         slot = null;
         return false;
     }
 
-    /// <summary>Keeps a slot the caller owns and has marked in-pool in the calling thread's cache, if the gate is open and the cache has room.</summary>
-    /// <param name="slot">The slot to keep.</param>
-    /// <param name="threadId">The calling thread's managed id.</param>
+    /// <summary>
+    /// Remembers a slot the calling thread has just made idle, so that its next take tries it first;
+    /// the fast path of a return.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool TryKeepOwn(PoolSlot<T> slot, int threadId)
+    public void KeepOwn(PoolSlot<T> slot)
     {
-        Debug.Assert(slot.IsInPool);
-        Debug.Assert(threadId == Environment.CurrentManagedThreadId, "Only the owner touches its cache plainly.");
+        Debug.Assert(slot.IsIdle || slot.IsRented, "Kept after it was made idle (and perhaps taken since).");
 
-        return OwnCache(threadId)?.TryKeepOwn(slot, _gate) ?? false;
-    }
-
-    /// <summary>
-    /// Stores a slot the caller owns and has marked in-pool on the shared stack, with the calling
-    /// thread's whole cache in the same swap if the cache's policy says so (see <see cref="ThreadSlotCache.TryDrainOwn"/>).
-    /// </summary>
-    public void PushShared(PoolSlot<T> slot)
-    {
-        Debug.Assert(slot.IsInPool);
-
-        ThreadSlotCache? cache = OwnCache();
-        ThreadSlotCache.Entries drained = default;
-        int count = cache?.TryDrainOwn(drained, _gate) ?? 0;
-        if (count != 0)
+        ThreadSlotCache?[] caches = _caches;
+        int threadId = Environment.CurrentManagedThreadId;
+        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
+        if (cache is null)
         {
-            _stack.PushBatch(((ReadOnlySpan<object?>)drained)[..count], slot);
-        }
-        else
-        {
-            _stack.Push(slot);
+            KeepWithoutCache(slot, threadId);
+            return;
         }
 
-        cache?.OnSharedPush(count + 1);
-    }
-
-    /// <summary>
-    /// Takes the newest slot on the shared stack and, as the calling thread's cache allows
-    /// (<see cref="ThreadSlotCache.RefillLimit"/>, and never more than half the stack), moves a few
-    /// more into that cache with the same swap, so that the thread's next takes are plain reads and writes.
-    /// </summary>
-    /// <param name="slot">The slot taken.</param>
-    /// <param name="pushedBack">
-    /// Whether some of the slots moved could not be kept (the gate was closed) and went back
-    /// onto the stack; the caller then owes what follows any push: serving waiters, draining a disposed pool.
-    /// </param>
-    /// <remarks>
-    /// Why: a thread that takes many objects before it returns any (a long rental) would otherwise
-    /// pay a compare-and-swap on the shared head for every take. Between the swap and the keep, the
-    /// moved slots are in no storage; they are kept by the same protocol as a release (the keep
-    /// fails once the gate is closed), so a waiter or Dispose either finds them in the cache or
-    /// sees them pushed back.
-    /// </remarks>
-    public bool TryPopSharedAndRefill([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack)
-    {
-        pushedBack = false;
-        ThreadSlotCache? cache = OwnCache();
-
-        slot = _stack.PopBatch(cache?.RefillLimit ?? 1, out int count);
-        if (slot is null)
+        PoolSlot<T>?[] entries = cache.Entries;
+        int count = cache.Count;
+        if (count == entries.Length)
         {
-            return false;
-        }
-
-        cache?.OnSharedTake(count);
-        if (count == 1)
-        {
-            return true;
-        }
-
-        Debug.Assert(cache is not null, "Only a thread with a cache takes more than one.");
-
-        // Kept in the order they were popped, so the owner's next take gets the deepest of them:
-        // the other order needs a copy of the batch first, which costs more than warmth pays back.
-        PoolSlot<T> moved = _stack.NextPopped(slot);
-        for (int i = 1; i < count; i++)
-        {
-            // Read the link first: once kept or pushed, the slot may be taken and relinked by anyone.
-            PoolSlot<T>? following = i + 1 < count ? _stack.NextPopped(moved) : null;
-            if (!cache.TryKeepOwn(moved, _gate))
+            // Full, so the oldest hint is at Head: overwritten, unless its slot is still idle, which
+            // says this thread holds that many objects at once and finds them again here.
+            if (entries[cache.Head]!.IsIdle && entries.Length < _maxCacheLength)
             {
-                _stack.Push(moved);
-                pushedBack = true;
+                entries = Grow(cache);
             }
-
-            moved = following!;
+            else
+            {
+                count--;
+            }
         }
 
-        return true;
+        int head = cache.Head;
+        entries[head] = slot;
+        cache.Head = (head + 1) & (entries.Length - 1);
+        cache.Count = count + 1;
+        Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
     }
 
-    /// <summary>Whether any thread's cache looks non-empty; a hint to skip entering the gate for nothing.</summary>
-    public bool MayHoldCached()
+    /// <summary>Counts a slot made idle that no thread keeps a hint of (a pre-warmed one); every taker finds it in the registry.</summary>
+    public void CountIdle() => AdjustIdleBalance(1);
+
+    /// <summary>
+    /// Takes any idle slot, retired or not, scanning the registry from where the calling thread's last
+    /// scan stopped; the caller discards a retired one. Costs a read per slot looked at.
+    /// </summary>
+    public bool TryClaimAny([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
+        PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
+        int length = Math.Min(slots.Length, Volatile.Read(ref _registeredCount));
+        ThreadSlotCache? cache = OwnCacheOrNull();
+        int start = cache is null || cache.ScanFrom >= length ? 0 : cache.ScanFrom;
+        for (int i = 0; i < length; i++)
         {
-            if (cache is not null && cache.Count != 0)
+            int index = start + i < length ? start + i : start + i - length;
+            if (slots[index] is { } candidate && candidate.IsIdle && candidate.TryClaimAnyIdle())
             {
+                if (cache is not null)
+                {
+                    cache.ScanFrom = index + 1;
+                }
+
+                AdjustIdleBalance(-1);
+                slot = candidate;
                 return true;
             }
         }
 
+        slot = null;
         return false;
     }
 
-    /// <summary>
-    /// Takes a slot from any thread's cache, the caller's included, and moves the rest of that cache
-    /// onto the shared stack. The caller must be inside the gate.
-    /// </summary>
-    /// <param name="slot">The slot taken.</param>
-    /// <param name="pushedBack">
-    /// Whether other slots went onto the stack; the caller then owes what follows any push: serving
-    /// waiters, draining a disposed pool.
-    /// </param>
-    /// <param name="waitForOwners">
-    /// Whether to wait for owners in the middle of a plain operation on their cache; only a caller
-    /// that must not miss a slot being kept right now needs to (see <see cref="ThreadSlotCache.StealAll"/>).
-    /// </param>
-    /// <remarks>
-    /// Why the whole cache: every entry of the gate may cost a process-wide barrier, and a cache
-    /// whose owner does not take from it (it has ended, or it holds more than it needs) would
-    /// otherwise cost one for each slot in it. On the stack every taker finds them with a pop.
-    /// </remarks>
-    public bool TrySteal([NotNullWhen(true)] out PoolSlot<T>? slot, out bool pushedBack, bool waitForOwners = true)
+    /// <summary>Takes one given slot if it is idle, retired or not; the caller discards a retired one.</summary>
+    public bool TryClaim(PoolSlot<T> slot)
     {
-        Debug.Assert(_gate.IsClosed, "Only a thread inside the gate may take from others' caches.");
-
-        ThreadSlotCache.Entries stolen = default;
-        foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
+        if (!slot.TryClaimAnyIdle())
         {
-            int count = cache?.StealAll(_gate, stolen, waitForOwners) ?? 0;
-            if (count == 0)
-            {
-                continue;
-            }
-
-            slot = Unsafe.As<PoolSlot<T>>(stolen[0]!);
-            pushedBack = count > 1;
-            if (pushedBack)
-            {
-                _stack.PushBatch(((ReadOnlySpan<object?>)stolen)[2..count], Unsafe.As<PoolSlot<T>>(stolen[1]!));
-            }
-
-            return true;
+            return false;
         }
 
+        AdjustIdleBalance(-1);
+        return true;
+    }
+
+    /// <summary>Counts the slots whose state says idle, one by one; for tests that check the balance.</summary>
+    public int CountIdleSlots() => Registered.Count(slot => slot is not null && slot.IsIdle);
+
+    private static bool TryTakeFrom(ThreadSlotCache cache, [NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        PoolSlot<T>?[] entries = cache.Entries;
+        int mask = entries.Length - 1;
+        int head = cache.Head;
+        for (int count = cache.Count; count > 0;)
+        {
+            head = (head - 1) & mask;
+            count--;
+            PoolSlot<T> candidate = entries[head]!;
+            entries[head] = null;
+            if (candidate.TryClaimIdle())
+            {
+                cache.Head = head;
+                cache.Count = count;
+                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
+                slot = candidate;
+                return true;
+            }
+        }
+
+        cache.Head = head;
+        cache.Count = 0;
         slot = null;
-        pushedBack = false;
         return false;
     }
 
-    /// <summary>
-    /// Takes any stored slot, the stack first; the caller must be inside the gate. A steal may move
-    /// other slots onto the stack: callers look again until they have what they need.
-    /// </summary>
-    public bool TryTakeAny([NotNullWhen(true)] out PoolSlot<T>? slot) => _stack.TryPop(out slot) || TrySteal(out slot, out _);
-
-    /// <summary>Gets the calling thread's cache, creating it if need be; <see langword="null"/> if its id is too high to have one.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private ThreadSlotCache? OwnCache() => OwnCache(Environment.CurrentManagedThreadId);
-
-    /// <summary>The same as <see cref="OwnCache()"/>, for a caller that has read its thread's managed id already.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private ThreadSlotCache? OwnCache(int threadId)
+    /// <summary>Doubles a full cache, its hints kept oldest first.</summary>
+    private static PoolSlot<T>?[] Grow(ThreadSlotCache cache)
     {
-        ThreadSlotCache?[] caches = _caches;
-        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
-        return cache ?? CreateOwnCache(threadId);
+        PoolSlot<T>?[] entries = cache.Entries;
+        var grown = new PoolSlot<T>?[entries.Length * 2];
+        for (int i = 0; i < entries.Length; i++)
+        {
+            grown[i] = entries[(cache.Head + i) & (entries.Length - 1)];
+        }
+
+        cache.Entries = grown;
+        cache.Head = entries.Length;
+        return grown;
     }
 
-    /// <summary>Gives the calling thread its cache; <see langword="null"/> if its id is too high to have one.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private ThreadSlotCache? CreateOwnCache(int threadId)
+    private void KeepWithoutCache(PoolSlot<T> slot, int threadId)
     {
         if (threadId >= MaxCachedThreadId)
         {
-            return null;
+            Interlocked.Increment(ref _uncachedIdleBalance);
+            return;
         }
 
-        using (_cachesLock.EnterScope())
+        CreateOwnCache(threadId);
+        KeepOwn(slot);
+    }
+
+    /// <summary>Adds to the calling thread's count of slots it made idle minus those it took out of idle.</summary>
+    private void AdjustIdleBalance(int delta)
+    {
+        if (OwnCacheOrNull() is { } cache)
+        {
+            Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + delta);
+        }
+        else
+        {
+            Interlocked.Add(ref _uncachedIdleBalance, delta);
+        }
+    }
+
+    private ThreadSlotCache? OwnCacheOrNull()
+    {
+        ThreadSlotCache?[] caches = _caches;
+        int threadId = Environment.CurrentManagedThreadId;
+        return (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
+    }
+
+    private void CreateOwnCache(int threadId)
+    {
+        using (_lock.EnterScope())
         {
             ThreadSlotCache?[] caches = _caches;
             if (threadId >= caches.Length)
@@ -298,9 +316,30 @@ internal sealed class SlotStorage<T> where T : class
                 Array.Resize(ref caches, Math.Min(MaxCachedThreadId, Math.Max(threadId + 1, caches.Length * 2)));
             }
 
-            ThreadSlotCache cache = caches[threadId] ??= new ThreadSlotCache();
+            caches[threadId] ??= new ThreadSlotCache();
             Volatile.Write(ref _caches, caches);
-            return cache;
         }
+    }
+
+    /// <summary>
+    /// One thread's hints: a ring of the slots it made idle, <see cref="Count"/> of them ending just
+    /// before <see cref="Head"/>, newest last. Only the owner thread reads or writes it, but for
+    /// <see cref="IdleBalance"/>, which others read to count idle slots.
+    /// </summary>
+    private sealed class ThreadSlotCache
+    {
+        public PoolSlot<T>?[] Entries = new PoolSlot<T>?[InitialCacheLength];
+        public int Head;
+        public int Count;
+
+        // Where the owner's next registry scan starts, so that its scans do not all begin at one slot.
+        public int ScanFrom;
+
+        // Slots this thread made idle minus slots it took out of idle; written by the owner only.
+        public int IdleBalance;
+
+#pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
+        private CacheLinePadding _padding;
+#pragma warning restore CS0169
     }
 }
