@@ -28,6 +28,47 @@ public abstract partial class Pool<T>
         Discard(slot, Volatile.Read(ref _disposed) != 0 ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
     }
 
+    /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
+    /// <param name="count">How many objects to create; zero or more.</param>
+    /// <returns><see langword="true"/> if all were created; <see langword="false"/> if the cap stopped it early (those created stay).</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="count"/> is negative.</exception>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>Safe to call from a subclass constructor once what <see cref="ObjectConstructor"/> reads is set.</remarks>
+    protected bool TryAllocatePush(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+
+        for (int i = 0; i < count; i++)
+        {
+            if (!TryAllocatePush())
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
+    /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>The object is for whichever thread takes first, not kept for the calling thread.</remarks>
+    protected bool TryAllocatePush()
+    {
+        ThrowIfDisposed();
+        if (!_allocationBudget.TryTake())
+        {
+            return false;
+        }
+
+        PoolSlot<T> slot = CreateSlot();
+        bool idle = slot.TryReturnIdle();
+        Debug.Assert(idle, "Nobody else knows a slot just made.");
+        _storage.CountIdle();
+        ServeIfWaitedFor(slot);
+        return true;
+    }
+
     private T Construct() =>
         ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
 
@@ -172,18 +213,6 @@ public abstract partial class Pool<T>
         }
 
         return discarded;
-    }
-
-    /// <summary>Makes a slot the caller took idle again as it is, without <see cref="CleanUp"/> (it was cleaned when it was released).</summary>
-    private void StoreAgain(PoolSlot<T> slot)
-    {
-        if (slot.TryBeginAnyReturn() && !slot.IsRetired && slot.TryPublish())
-        {
-            Stored(slot);
-            return;
-        }
-
-        Discard(slot, PoolMetrics.DiscardReason.Expired);
     }
 
     private void ReturnBudget()

@@ -261,47 +261,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         ReleaseSlow(slot);
     }
 
-    /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
-    /// <param name="count">How many objects to create; zero or more.</param>
-    /// <returns><see langword="true"/> if all were created; <see langword="false"/> if the cap stopped it early (those created stay).</returns>
-    /// <exception cref="ArgumentOutOfRangeException"><paramref name="count"/> is negative.</exception>
-    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
-    /// <remarks>Safe to call from a subclass constructor once what <see cref="ObjectConstructor"/> reads is set.</remarks>
-    protected bool TryAllocatePush(int count)
-    {
-        ArgumentOutOfRangeException.ThrowIfNegative(count);
-
-        for (int i = 0; i < count; i++)
-        {
-            if (!TryAllocatePush())
-            {
-                return false;
-            }
-        }
-
-        return true;
-    }
-
-    /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
-    /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
-    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
-    /// <remarks>The object is for whichever thread takes first, not kept for the calling thread.</remarks>
-    protected bool TryAllocatePush()
-    {
-        ThrowIfDisposed();
-        if (!_allocationBudget.TryTake())
-        {
-            return false;
-        }
-
-        PoolSlot<T> slot = CreateSlot();
-        bool idle = slot.TryReturnIdle();
-        Debug.Assert(idle, "Nobody else knows a slot just made.");
-        _storage.CountIdle();
-        ServeIfWaitedFor(slot);
-        return true;
-    }
-
     /// <summary>Makes one new object. Called only while the cap allows one more.</summary>
     /// <returns>The new object; never <see langword="null"/>.</returns>
     /// <remarks>
@@ -397,95 +356,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         return false;
     }
 
-    /// <summary>What a release does when its fast path does not apply: options on, the pool disposed, the slot retired or not rented.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void ReleaseSlow(PoolSlot<T> slot)
-    {
-        if (!slot.TryBeginAnyReturn())
-        {
-            ThrowSlotAlreadyReturned();
-        }
-
-        if (Volatile.Read(ref _disposed) != 0 || slot.IsRetired)
-        {
-            Discard(slot, Volatile.Read(ref _disposed) != 0 ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Expired);
-            return;
-        }
-
-        if ((_releaseChecks & TrackIdleTime) != 0)
-        {
-            // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
-            Volatile.Write(ref slot.History!.IdleSince, 0);
-        }
-
-        if (_cleansUp)
-        {
-            CleanUpOrDiscard(slot);
-        }
-
-        if (slot.TryPublish())
-        {
-            Stored(slot);
-        }
-        else
-        {
-            Discard(slot, PoolMetrics.DiscardReason.Expired);
-        }
-    }
-
-    /// <summary>Runs <see cref="CleanUp"/> on a returning slot; if it throws, discards the slot and rethrows.</summary>
-    private void CleanUpOrDiscard(PoolSlot<T> slot)
-    {
-        try
-        {
-            CleanUp(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
-            throw;
-        }
-    }
-
-    /// <summary>What follows the publication of a slot the calling thread made idle: a hint for its next take, then what waiters or Dispose need.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Stored(PoolSlot<T> slot)
-    {
-        _storage.KeepOwn(slot);
-        ServeIfWaitedFor(slot);
-    }
-
-    /// <summary>
-    /// Hands a slot just made idle to a waiter, or discards it if the pool is being disposed, when
-    /// either needs it. The publication before this was a full fence (an interlocked swap), so these
-    /// reads cannot move before it: a waiter queues (incrementing _waiterCount, interlocked) before it
-    /// scans the registry, and Dispose sets _disposed (interlocked) before it does. Either they see
-    /// this slot idle, or this reads them and does their work for them: no lost wake-up, no idle
-    /// object left in a disposed pool.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void ServeIfWaitedFor(PoolSlot<T> slot)
-    {
-        if ((Volatile.Read(ref _waiterCount) | Volatile.Read(ref _disposed)) != 0)
-        {
-            ServeWaitersOrDiscard(slot);
-        }
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void ServeWaitersOrDiscard(PoolSlot<T> slot)
-    {
-        if (Volatile.Read(ref _waiterCount) != 0)
-        {
-            ServeWaiters(slot);
-        }
-
-        if (Volatile.Read(ref _disposed) != 0 && _storage.TryClaim(slot))
-        {
-            Discard(slot, PoolMetrics.DiscardReason.Disposed);
-        }
-    }
-
     private void ThrowIfDisposed()
     {
         if (Volatile.Read(ref _disposed) != 0)
@@ -523,14 +393,6 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private void ThrowDisposed() => throw new ObjectDisposedException(GetType().FullName);
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowForeignSlot(string paramName) =>
-        throw new ArgumentException("The slot belongs to another pool.", paramName);
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowSlotAlreadyReturned() =>
-        throw new InvalidOperationException("The slot was already returned: it was released or disposed twice.");
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowTimeoutOutOfRange(string paramName) =>

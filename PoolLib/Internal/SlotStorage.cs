@@ -21,9 +21,10 @@ namespace PoolLib.Internal;
 /// </para>
 /// <para>
 /// A slot never moves between stores, so it is never in transit where a taker, waiter or Dispose
-/// cannot see it. A cache holds as many hints as its thread shows it needs: a hint about to be
-/// overwritten whose slot is still idle means the thread holds that many objects at once, and the
-/// cache doubles, up to the pool's cap.
+/// cannot see it. A cache holds as many hints as its thread shows it needs: when it is full, it
+/// grows by as many slots as its thread has had to take from the registry since it last grew, up to
+/// the pool's cap; otherwise its oldest hint makes room. So a thread that takes many objects and
+/// returns them all finds them all again, and one that only returns keeps a few.
 /// </para>
 /// <para>
 /// Guarantees: takes and returns are lock-free (the registry lock is taken only when a slot is
@@ -38,7 +39,7 @@ internal sealed class SlotStorage<T> where T : class
     // that has run very many threads at once.
     private const int MaxCachedThreadId = 4096;
 
-    // Both powers of two; the second bounds the memory of a thread that returns very many objects.
+    // The second bounds the memory of a thread that returns very many objects.
     private const int InitialCacheLength = 8;
     private const int MaxCacheLength = 1 << 16;
 
@@ -132,10 +133,25 @@ internal sealed class SlotStorage<T> where T : class
     public bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         ThreadSlotCache?[] caches = _caches;
-        int threadId = Environment.CurrentManagedThreadId;
-        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { Count: > 0 } cache)
+        int threadId = CurrentThreadId.Value;
+        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { } cache)
         {
-            return TryTakeFrom(cache, out slot);
+            int top = cache.Count - 1;
+            int[] entries = cache.Entries;
+            PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
+            if ((uint)top < (uint)entries.Length && (uint)entries[top] < (uint)slots.Length
+                && slots[entries[top]] is { } newest && newest.TryClaimIdle())
+            {
+                cache.Count = top;
+                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
+                slot = newest;
+                return true;
+            }
+
+            if (top >= 0)
+            {
+                return TryTakeOlder(cache, slots, out slot);
+            }
         }
 
         slot = null;
@@ -149,38 +165,22 @@ internal sealed class SlotStorage<T> where T : class
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public void KeepOwn(PoolSlot<T> slot)
     {
-        Debug.Assert(slot.IsIdle || slot.IsRented, "Kept after it was made idle (and perhaps taken since).");
-
         ThreadSlotCache?[] caches = _caches;
-        int threadId = Environment.CurrentManagedThreadId;
-        ThreadSlotCache? cache = (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
-        if (cache is null)
+        int threadId = CurrentThreadId.Value;
+        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { } cache)
         {
-            KeepWithoutCache(slot, threadId);
-            return;
-        }
-
-        PoolSlot<T>?[] entries = cache.Entries;
-        int count = cache.Count;
-        if (count == entries.Length)
-        {
-            // Full, so the oldest hint is at Head: overwritten, unless its slot is still idle, which
-            // says this thread holds that many objects at once and finds them again here.
-            if (entries[cache.Head]!.IsIdle && entries.Length < _maxCacheLength)
+            int count = cache.Count;
+            int[] entries = cache.Entries;
+            if ((uint)count < (uint)entries.Length)
             {
-                entries = Grow(cache);
-            }
-            else
-            {
-                count--;
+                entries[count] = slot.Index;
+                cache.Count = count + 1;
+                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
+                return;
             }
         }
 
-        int head = cache.Head;
-        entries[head] = slot;
-        cache.Head = (head + 1) & (entries.Length - 1);
-        cache.Count = count + 1;
-        Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
+        KeepOverflowing(slot, threadId);
     }
 
     /// <summary>Counts a slot made idle that no thread keeps a hint of (a pre-warmed one); every taker finds it in the registry.</summary>
@@ -194,7 +194,7 @@ internal sealed class SlotStorage<T> where T : class
     {
         PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
         int length = Math.Min(slots.Length, Volatile.Read(ref _registeredCount));
-        ThreadSlotCache? cache = OwnCacheOrNull();
+        ThreadSlotCache? cache = OwnCache();
         int start = cache is null || cache.ScanFrom >= length ? 0 : cache.ScanFrom;
         for (int i = 0; i < length; i++)
         {
@@ -204,6 +204,7 @@ internal sealed class SlotStorage<T> where T : class
                 if (cache is not null)
                 {
                     cache.ScanFrom = index + 1;
+                    cache.TakenFromRegistry = Math.Min(cache.TakenFromRegistry + 1, _maxCacheLength);
                 }
 
                 AdjustIdleBalance(-1);
@@ -231,50 +232,34 @@ internal sealed class SlotStorage<T> where T : class
     /// <summary>Counts the slots whose state says idle, one by one; for tests that check the balance.</summary>
     public int CountIdleSlots() => Registered.Count(slot => slot is not null && slot.IsIdle);
 
-    private static bool TryTakeFrom(ThreadSlotCache cache, [NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <summary>The rest of <see cref="TryTakeOwn"/>: the newest hint was stale, so try the older ones, newest first.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static bool TryTakeOlder(ThreadSlotCache cache, PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        PoolSlot<T>?[] entries = cache.Entries;
-        int mask = entries.Length - 1;
-        int head = cache.Head;
-        for (int count = cache.Count; count > 0;)
+        int[] entries = cache.Entries;
+        for (int top = cache.Count - 1; top >= 0; top--)
         {
-            head = (head - 1) & mask;
-            count--;
-            PoolSlot<T> candidate = entries[head]!;
-            entries[head] = null;
-            if (candidate.TryClaimIdle())
+            if ((uint)entries[top] < (uint)slots.Length && slots[entries[top]] is { } candidate && candidate.TryClaimIdle())
             {
-                cache.Head = head;
-                cache.Count = count;
+                cache.Count = top;
                 Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
                 slot = candidate;
                 return true;
             }
         }
 
-        cache.Head = head;
         cache.Count = 0;
         slot = null;
         return false;
     }
 
-    /// <summary>Doubles a full cache, its hints kept oldest first.</summary>
-    private static PoolSlot<T>?[] Grow(ThreadSlotCache cache)
-    {
-        PoolSlot<T>?[] entries = cache.Entries;
-        var grown = new PoolSlot<T>?[entries.Length * 2];
-        for (int i = 0; i < entries.Length; i++)
-        {
-            grown[i] = entries[(cache.Head + i) & (entries.Length - 1)];
-        }
-
-        cache.Entries = grown;
-        cache.Head = entries.Length;
-        return grown;
-    }
-
+    /// <summary>
+    /// The rest of <see cref="KeepOwn"/>: the calling thread has no cache yet, or its cache is full.
+    /// A full cache grows by as many slots as its thread has taken from the registry since it last
+    /// grew (its hints were too few for what it holds at once); otherwise the oldest hint makes room.
+    /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void KeepWithoutCache(PoolSlot<T> slot, int threadId)
+    private void KeepOverflowing(PoolSlot<T> slot, int threadId)
     {
         if (threadId >= MaxCachedThreadId)
         {
@@ -282,8 +267,26 @@ internal sealed class SlotStorage<T> where T : class
             return;
         }
 
-        CreateOwnCache(threadId);
-        KeepOwn(slot);
+        ThreadSlotCache cache = OwnCache()!;
+        int[] entries = cache.Entries;
+        if (cache.Count == entries.Length)
+        {
+            if (cache.TakenFromRegistry != 0 && entries.Length < _maxCacheLength)
+            {
+                Array.Resize(ref entries, Math.Min(_maxCacheLength, (int)BitOperations.RoundUpToPowerOf2((uint)(entries.Length + cache.TakenFromRegistry))));
+                cache.Entries = entries;
+                cache.TakenFromRegistry = 0;
+            }
+            else
+            {
+                Array.Copy(entries, 1, entries, 0, entries.Length - 1);
+                cache.Count--;
+            }
+        }
+
+        entries[cache.Count] = slot.Index;
+        cache.Count++;
+        Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
     }
 
     /// <summary>Adds to the calling thread's count of slots it made idle minus those it took out of idle.</summary>
@@ -299,14 +302,21 @@ internal sealed class SlotStorage<T> where T : class
         }
     }
 
+    /// <summary>Gets the calling thread's cache, made now if need be; <see langword="null"/> for a thread whose id is too high to have one.</summary>
+    private ThreadSlotCache? OwnCache()
+    {
+        int threadId = CurrentThreadId.Value;
+        return OwnCacheOrNull() ?? (threadId < MaxCachedThreadId ? CreateOwnCache(threadId) : null);
+    }
+
     private ThreadSlotCache? OwnCacheOrNull()
     {
         ThreadSlotCache?[] caches = _caches;
-        int threadId = Environment.CurrentManagedThreadId;
+        int threadId = CurrentThreadId.Value;
         return (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
     }
 
-    private void CreateOwnCache(int threadId)
+    private ThreadSlotCache CreateOwnCache(int threadId)
     {
         using (_lock.EnterScope())
         {
@@ -316,24 +326,30 @@ internal sealed class SlotStorage<T> where T : class
                 Array.Resize(ref caches, Math.Min(MaxCachedThreadId, Math.Max(threadId + 1, caches.Length * 2)));
             }
 
-            caches[threadId] ??= new ThreadSlotCache();
+            ThreadSlotCache cache = caches[threadId] ??= new ThreadSlotCache();
             Volatile.Write(ref _caches, caches);
+            return cache;
         }
     }
 
     /// <summary>
-    /// One thread's hints: a ring of the slots it made idle, <see cref="Count"/> of them ending just
-    /// before <see cref="Head"/>, newest last. Only the owner thread reads or writes it, but for
-    /// <see cref="IdleBalance"/>, which others read to count idle slots.
+    /// One thread's hints: the first <see cref="Count"/> entries are slots it made idle, newest last.
+    /// Only the owner thread reads or writes it, but for <see cref="IdleBalance"/>, which others read
+    /// to count idle slots.
     /// </summary>
     private sealed class ThreadSlotCache
     {
-        public PoolSlot<T>?[] Entries = new PoolSlot<T>?[InitialCacheLength];
-        public int Head;
+        // Registry indices rather than references: storing an int needs no GC write barrier. An index
+        // whose slot was discarded since may hold another slot now; a hint is only ever a place to look.
+        public int[] Entries = new int[InitialCacheLength];
         public int Count;
 
         // Where the owner's next registry scan starts, so that its scans do not all begin at one slot.
         public int ScanFrom;
+
+        // How many slots the owner has taken from the registry since its cache last grew, at most
+        // the longest cache: how many more hints it would have needed.
+        public int TakenFromRegistry;
 
         // Slots this thread made idle minus slots it took out of idle; written by the owner only.
         public int IdleBalance;
