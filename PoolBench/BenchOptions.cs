@@ -17,6 +17,8 @@ internal sealed class BenchOptions
           --filter GLOB           article and pools: run only the benchmark cases whose full name matches
                                   (BenchmarkDotNet's glob filter, e.g. '*PoolsBenchmarks.Ours(Pattern: Short*');
                                   may be given more than once
+          pools only:
+          --workers N[,N..]       worker threads of each pools cell, 1 to 256 (default: 1,2,4,25)
           echo only:
           --target [NAME=]HOST:PORT[,..]
                                   load echo servers that are already running (TCP and UDP on that port),
@@ -42,6 +44,7 @@ internal sealed class BenchOptions
     public string? PlotsFolder { get; init; }
     public string? ArtifactsFolder { get; init; }
     public IReadOnlyList<string> Filters { get; init; } = [];
+    public IReadOnlyList<int>? Workers { get; init; }
     public string? Target { get; init; }
     public IReadOnlyList<string> Servers { get; init; } = [];
     public IReadOnlyList<string> Protocols { get; init; } = ["tcp", "udp"];
@@ -82,7 +85,7 @@ internal sealed class BenchOptions
         var filters = new List<string>();
         IReadOnlyList<string>? servers = null;
         string? protocol = null;
-        IReadOnlyList<int>? connections = null, sizes = null, pipelines = null;
+        IReadOnlyList<int>? workers = null, connections = null, sizes = null, pipelines = null;
         double? seconds = null;
         int? rounds = null, idle = null;
         for (int i = 1; i < args.Count; i++)
@@ -106,6 +109,7 @@ internal sealed class BenchOptions
                 case "--plots": plots = value; break;
                 case "--artifacts": artifacts = value; break;
                 case "--filter": filters.Add(value); break;
+                case "--workers": workers = WorkerList(name, value); break;
                 case "--target": target = value; break;
                 case "--server": servers = ServerList(name, value); break;
                 case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
@@ -128,6 +132,7 @@ internal sealed class BenchOptions
             PlotsFolder = plots is null ? null : Path.GetFullPath(plots),
             ArtifactsFolder = artifacts is null ? null : Path.GetFullPath(artifacts),
             Filters = filters,
+            Workers = workers,
             Target = target,
             Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
@@ -155,6 +160,14 @@ internal sealed class BenchOptions
         return numbers.Length > 0 && numbers.All(n => n > 0)
             ? numbers
             : throw new ArgumentException($"{name} takes positive whole numbers separated by commas, not '{value}'");
+    }
+
+    private static int[] WorkerList(string name, string value)
+    {
+        int[] counts = PositiveList(name, value);
+        return counts.All(count => count <= 256)
+            ? [.. counts.Distinct().Order()]
+            : throw new ArgumentException($"{name} takes worker counts from 1 to 256, not '{value}'");
     }
 
     private static int Positive(string name, string value) =>

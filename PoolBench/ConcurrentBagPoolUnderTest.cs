@@ -3,45 +3,26 @@ using System.Collections.Concurrent;
 namespace PoolBench;
 
 /// <summary>
-/// The pool a user writes in a few lines over a <see cref="ConcurrentBag{T}"/>, filled with
-/// <c>capacity</c> objects: when empty, a take creates a new object; a return beyond capacity drops it.
+/// The object pool of the .NET documentation's example over a <see cref="ConcurrentBag{T}"/>, filled
+/// with <c>capacity</c> objects: a take creates a new object when the bag is empty, and every return
+/// is kept. Unbounded, with no shared counter.
 /// </summary>
 internal readonly struct ConcurrentBagPoolUnderTest : IPoolUnderTest
 {
     public const string Name = "ConcurrentBag";
 
-    private readonly ConcurrentBag<BenchItem> _items = [];
-    private readonly CapacityCount _count;
+    private readonly ConcurrentBag<BenchItem> _items;
 
     public ConcurrentBagPoolUnderTest(int capacity)
     {
-        _count = new CapacityCount(capacity);
-        for (int i = 0; i < capacity; i++)
-        {
-            Return(new BenchItem());
-        }
+        _items = new ConcurrentBag<BenchItem>(Enumerable.Range(0, capacity).Select(_ => new BenchItem()));
     }
 
     public string Impl => Name;
 
-    public BenchItem Take()
-    {
-        if (!_items.TryTake(out BenchItem? item))
-        {
-            return new BenchItem();
-        }
+    public BenchItem Take() => _items.TryTake(out BenchItem? item) ? item : new BenchItem();
 
-        _count.Remove();
-        return item;
-    }
-
-    public void Return(BenchItem item)
-    {
-        if (_count.TryAdd())
-        {
-            _items.Add(item);
-        }
-    }
+    public void Return(BenchItem item) => _items.Add(item);
 
     public void Dispose()
     {

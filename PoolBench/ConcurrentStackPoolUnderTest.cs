@@ -3,46 +3,26 @@ using System.Collections.Concurrent;
 namespace PoolBench;
 
 /// <summary>
-/// The lock-free pool a user writes in a few lines over a <see cref="ConcurrentStack{T}"/>, filled
-/// with <c>capacity</c> objects: when empty, a take creates a new object; a return beyond capacity
-/// drops it. Every push allocates a stack node.
+/// The object pool of the .NET documentation's example over a <see cref="ConcurrentStack{T}"/> instead
+/// of a bag, filled with <c>capacity</c> objects: a take creates a new object when the stack is empty,
+/// and every return is kept. Unbounded, with no shared counter; every push allocates a stack node.
 /// </summary>
 internal readonly struct ConcurrentStackPoolUnderTest : IPoolUnderTest
 {
     public const string Name = "ConcurrentStack";
 
-    private readonly ConcurrentStack<BenchItem> _items = new();
-    private readonly CapacityCount _count;
+    private readonly ConcurrentStack<BenchItem> _items;
 
     public ConcurrentStackPoolUnderTest(int capacity)
     {
-        _count = new CapacityCount(capacity);
-        for (int i = 0; i < capacity; i++)
-        {
-            Return(new BenchItem());
-        }
+        _items = new ConcurrentStack<BenchItem>(Enumerable.Range(0, capacity).Select(_ => new BenchItem()));
     }
 
     public string Impl => Name;
 
-    public BenchItem Take()
-    {
-        if (!_items.TryPop(out BenchItem? item))
-        {
-            return new BenchItem();
-        }
+    public BenchItem Take() => _items.TryPop(out BenchItem? item) ? item : new BenchItem();
 
-        _count.Remove();
-        return item;
-    }
-
-    public void Return(BenchItem item)
-    {
-        if (_count.TryAdd())
-        {
-            _items.Push(item);
-        }
-    }
+    public void Return(BenchItem item) => _items.Push(item);
 
     public void Dispose()
     {

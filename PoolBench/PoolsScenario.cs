@@ -12,8 +12,14 @@ internal sealed class PoolsScenario(BenchOptions options)
 {
     private static readonly string[] s_impls =
     [
-        OurPoolUnderTest.Name, DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name, ConcurrentStackPoolUnderTest.Name, NoPoolUnderTest.Name,
+        OurPoolUnderTest.Name, DefaultObjectPoolUnderTest.Name,
+        ConcurrentBagPoolUnderTest.Name, BoundedConcurrentBagPoolUnderTest.Name,
+        ConcurrentStackPoolUnderTest.Name, BoundedConcurrentStackPoolUnderTest.Name,
+        NoPoolUnderTest.Name,
     ];
+
+    // The pools a user would pick instead of ours; "best peer" is the fastest of them in a cell.
+    private static readonly string[] s_peers = [.. s_impls.Where(impl => impl is not OurPoolUnderTest.Name and not NoPoolUnderTest.Name)];
 
     public static IReadOnlyList<Type> Benchmarks => [typeof(PoolsBenchmarks), typeof(PoolOptionsCostBenchmarks)];
 
@@ -34,7 +40,7 @@ internal sealed class PoolsScenario(BenchOptions options)
             {
                 TimeTable(results, Name(pattern)).Print(
                     $"pools: {Name(pattern)} rental, ns per take+return pair (median of {iterations}; ours with min–max over all {iterations}; " +
-                    $"each peer with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
+                    $"best peer = the fastest of the other pools; each with vs ours = its ns / ours, above 1 means ours is faster){options.QuickLabel}");
             }
 
             BytesTable(results).Print($"pools: allocated bytes per pair, the largest of each implementation's cells{options.QuickLabel}");
@@ -50,8 +56,9 @@ internal sealed class PoolsScenario(BenchOptions options)
 
         if (results.Count > 0)
         {
-            PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, 25), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, 25);
-            Console.WriteLine($"Ours exhausted (short rental, capacity 8, 25 workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with 25 workers.");
+            int most = results.Max(r => r.Workers);
+            PoolsResult? exhausted = Find(results, OurPoolUnderTest.Name, "short", 8, most), roomy = Find(results, OurPoolUnderTest.Name, "short", 64, most);
+            Console.WriteLine($"Ours exhausted (short rental, capacity 8, {most} workers) takes {CellText.Ratio(exhausted?.NsPerOp / roomy?.NsPerOp)} the time per pair of capacity 64 with {most} workers.");
             Console.WriteLine();
         }
     }
@@ -85,7 +92,7 @@ internal sealed class PoolsScenario(BenchOptions options)
 
     private static MarkdownTable TimeTable(List<PoolsResult> results, string pattern)
     {
-        var table = new MarkdownTable(["capacity", "workers", "held each", OurPoolUnderTest.Name, "min–max", .. s_impls.Skip(1)]);
+        var table = new MarkdownTable(["capacity", "workers", "held each", OurPoolUnderTest.Name, "min–max", "best peer", .. s_impls.Skip(1)]);
         foreach (var cell in results.Where(r => r.Pattern == pattern).GroupBy(r => (r.Capacity, r.Workers, r.HeldPerWorker)))
         {
             PoolsResult? ours = cell.FirstOrDefault(r => r.Impl == OurPoolUnderTest.Name);
@@ -95,6 +102,9 @@ internal sealed class PoolsScenario(BenchOptions options)
                 CellText.Count(cell.Key.HeldPerWorker),
                 ours is null ? "—" : CellText.Number(ours.NsPerOp),
                 ours is null ? "" : CellText.Spread(ours.NsPerOpMin, ours.NsPerOpMax, v => CellText.Number(v)),
+                cell.Where(r => s_peers.Contains(r.Impl)).MinBy(r => r.NsPerOp) is { } best
+                    ? $"{best.Impl}, {CellText.Number(best.NsPerOp)} ({CellText.Ratio(best.RatioVsOurs)})"
+                    : "—",
                 .. s_impls.Skip(1).Select(impl => cell.FirstOrDefault(r => r.Impl == impl) is { } peer
                     ? $"{CellText.Number(peer.NsPerOp)} ({CellText.Ratio(peer.RatioVsOurs)})"
                     : "—"),

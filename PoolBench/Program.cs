@@ -42,6 +42,7 @@ if (options.Runs("article"))
 if (options.Runs("pools"))
 {
     microbenchmarks.AddRange(PoolsScenario.Benchmarks);
+    PoolsBenchmarks.WorkerCounts = options.Workers ?? PoolsBenchmarks.DefaultWorkerCounts;
 }
 
 if (microbenchmarks.Count > 0)

@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PoolBench;
 
 /// <summary>
@@ -18,7 +20,6 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     private readonly TPool _pool;
     private readonly RentalPattern _pattern;
     private readonly int _held;
-    private readonly long _roundsPerRun;
     private readonly long _pairsPerRun;
     private readonly Thread[] _threads;
 
@@ -37,19 +38,16 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     /// <param name="pattern">Short or long rentals.</param>
     /// <param name="workers">How many worker threads.</param>
     /// <param name="held">How many objects each worker takes before it returns them.</param>
-    /// <param name="pairsPerRun">All pairs of all workers in one run; a multiple of <paramref name="workers"/> × <paramref name="held"/>.</param>
+    /// <param name="pairsPerRun">
+    /// All pairs of all workers in one run, shared out as evenly as whole pairs allow; a worker whose
+    /// share is not a whole number of rounds ends with a shorter round.
+    /// </param>
     public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held, long pairsPerRun)
     {
-        if (pairsPerRun % ((long)workers * held) != 0)
-        {
-            throw new ArgumentException($"{pairsPerRun} pairs do not split into rounds of {held} for each of {workers} workers", nameof(pairsPerRun));
-        }
-
         _pool = pool;
         _pattern = pattern;
         _held = held;
         _pairsPerRun = pairsPerRun;
-        _roundsPerRun = pairsPerRun / workers / held;
         _completed = new long[workers];
         _failures = new Exception?[workers];
         _start = new Barrier(workers + 1);
@@ -129,7 +127,7 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
             long completed = 0;
             try
             {
-                completed = RunRounds(items);
+                completed = RunRounds(items, _pairsPerRun / _threads.Length + (worker < _pairsPerRun % _threads.Length ? 1 : 0));
             }
             catch (Exception e)
             {
@@ -144,25 +142,34 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     }
 
     /// <summary>
-    /// One run's rentals: a method of its own, called once per run, so that the runtime's tiered
-    /// compilation promotes it to fully optimised code as it does any method called often.
+    /// One run's rentals, <paramref name="pairs"/> in all: a method of its own, called once per run, so
+    /// that the runtime's tiered compilation promotes it to fully optimised code as it does any method called often.
     /// </summary>
-    private long RunRounds(BenchItem[] items)
+    private long RunRounds(BenchItem[] items, long pairs)
     {
-        for (long round = 0; round < _roundsPerRun; round++)
+        long rounds = pairs / items.Length;
+        for (long round = 0; round < rounds; round++)
         {
-            for (int i = 0; i < items.Length; i++)
-            {
-                items[i] = _pool.Take();
-                items[i].Buffer[0] = (byte)round;
-            }
-
-            for (int i = 0; i < items.Length; i++)
-            {
-                _pool.Return(items[i]);
-            }
+            Rent(items, items.Length, (byte)round);
         }
 
-        return _roundsPerRun * items.Length;
+        Rent(items, (int)(pairs % items.Length), (byte)rounds);
+        return pairs;
+    }
+
+    /// <summary>Takes <paramref name="count"/> objects, writes to each, then returns them all.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void Rent(BenchItem[] items, int count, byte stamp)
+    {
+        for (int i = 0; i < count && i < items.Length; i++)
+        {
+            items[i] = _pool.Take();
+            items[i].Buffer[0] = stamp;
+        }
+
+        for (int i = 0; i < count && i < items.Length; i++)
+        {
+            _pool.Return(items[i]);
+        }
     }
 }
