@@ -19,67 +19,28 @@ public sealed partial class TcpEchoServer
         {
             while (!stopping.IsCancellationRequested)
             {
+                SocketError error;
                 PoolSlot<SocketAsyncEventArgs>? slot = null;
                 if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
                 {
-                    await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
-                    continue;
+                    error = await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
+                }
+                else
+                {
+                    // At MaxConnections this waits until a connection ends; the backlog holds new clients.
+                    slot ??= await TakeSlotUnlessStoppingAsync().ConfigureAwait(false);
+                    if (slot is null)
+                    {
+                        break;
+                    }
+
+                    error = await AcceptAsync(listener, slot).ConfigureAwait(false);
                 }
 
-                // At MaxConnections this waits until a connection ends; the backlog holds new clients.
-                slot ??= await TakeSlotUnlessStoppingAsync().ConfigureAwait(false);
-                if (slot is null)
+                if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
                 {
                     break;
                 }
-
-                var args = (PooledSocketArgs)slot.Object;
-                SocketError error;
-                try
-                {
-                    // No buffer: an accept with one would also wait for the client's first bytes.
-                    args.AcceptSocket = null;
-                    args.SetBuffer(null, 0, 0);
-                    await args.AcceptAsync(listener).ConfigureAwait(false);
-                    error = args.SocketError;
-                }
-                catch (ObjectDisposedException)
-                {
-                    error = SocketError.OperationAborted;
-                }
-                catch
-                {
-                    Pool.Release(slot);
-                    throw;
-                }
-
-                if (error == SocketError.Success)
-                {
-                    Socket accepted = args.AcceptSocket!;
-                    args.AcceptSocket = null;
-                    StartConnection(slot, args, accepted);
-                    continue;
-                }
-
-                Pool.Release(slot);
-                if (stopping.IsCancellationRequested || error == SocketError.OperationAborted)
-                {
-                    break;
-                }
-
-                if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
-                {
-                    Logger.AcceptClientLeft(LocalEndPoint, error);
-                    continue;
-                }
-
-                // For example too many open files: wait a little instead of spinning.
-                if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
-                {
-                    Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
-                }
-
-                await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             }
         }
         catch (Exception ex)
@@ -88,11 +49,48 @@ public sealed partial class TcpEchoServer
         }
     }
 
+    /// <summary>Accepts the next client on <paramref name="slot"/>'s args and starts its connection.</summary>
+    /// <returns>How the accept went; on failure the slot is back in the pool.</returns>
+    private async ValueTask<SocketError> AcceptAsync(Socket listener, PoolSlot<SocketAsyncEventArgs> slot)
+    {
+        var args = (PooledSocketArgs)slot.Object;
+        SocketError error;
+        try
+        {
+            // No buffer: an accept with one would also wait for the client's first bytes.
+            args.AcceptSocket = null;
+            args.SetBuffer(null, 0, 0);
+            await args.AcceptAsync(listener).ConfigureAwait(false);
+            error = args.SocketError;
+        }
+        catch (ObjectDisposedException)
+        {
+            error = SocketError.OperationAborted;
+        }
+        catch
+        {
+            Pool.Release(slot);
+            throw;
+        }
+
+        if (error != SocketError.Success)
+        {
+            Pool.Release(slot);
+            return error;
+        }
+
+        Socket accepted = args.AcceptSocket!;
+        args.AcceptSocket = null;
+        StartConnection(slot, args, accepted);
+        return SocketError.Success;
+    }
+
     /// <summary>
     /// With <see cref="TcpEchoServerOptions.RejectWhenFull"/>, at the connection limit: accepts the next
     /// client without an args, and serves it if a connection ended meanwhile, or closes it at once.
     /// </summary>
-    private async Task AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
+    /// <returns>How the accept went.</returns>
+    private async ValueTask<SocketError> AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
     {
         Socket accepted;
         try
@@ -101,21 +99,49 @@ public sealed partial class TcpEchoServer
         }
         catch (Exception ex) when (ex is OperationCanceledException or ObjectDisposedException)
         {
-            return;
+            return SocketError.OperationAborted;
         }
         catch (SocketException ex)
         {
-            Logger.AcceptWhileFullFailed(LocalEndPoint, ex.SocketErrorCode);
-            return;
+            return ex.SocketErrorCode;
         }
 
         if (Pool.TryTakeSlot(out PoolSlot<SocketAsyncEventArgs>? slot))
         {
             StartConnection(slot, (PooledSocketArgs)slot.Object, accepted);
-            return;
+        }
+        else
+        {
+            Reject(accepted, "the server is at its connection limit");
         }
 
-        Reject(accepted, "the server is at its connection limit");
+        return SocketError.Success;
+    }
+
+    /// <summary>Handles an accept that failed: a client that left is skipped; any other failure is logged and
+    /// followed by a pause, since the listener stays readable while a client waits and an accept retried at once
+    /// would fail at once (out of file descriptors, for example).</summary>
+    /// <returns>Whether to accept again: not once the server stops.</returns>
+    private async ValueTask<bool> OnAcceptFailedAsync(SocketError error, CancellationToken stopping)
+    {
+        if (stopping.IsCancellationRequested || error == SocketError.OperationAborted)
+        {
+            return false;
+        }
+
+        if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
+        {
+            Logger.AcceptClientLeft(LocalEndPoint, error);
+            return true;
+        }
+
+        if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
+        {
+            Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+        return !stopping.IsCancellationRequested;
     }
 
     /// <summary>Closes a client the server will not serve, and counts it.</summary>

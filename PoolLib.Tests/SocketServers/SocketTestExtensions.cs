@@ -79,4 +79,27 @@ internal static class SocketTestExtensions
         Assert.That(echo, Is.EqualTo(message));
         Assert.That(after, Is.Zero, "end of stream after the echo");
     }
+
+    /// <summary>One round trip of a few bytes on an open connection, checked byte-exact.</summary>
+    public static async Task AssertEchoOnAsync(this Socket client, CancellationToken cancellationToken)
+    {
+        byte[] message = [7, 8, 9];
+        await client.SendAllAsync(message, cancellationToken);
+        byte[] echo = new byte[message.Length];
+        Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
+        Assert.That(echo, Is.EqualTo(message));
+    }
+
+    /// <returns>What a read returns: 0 at end of stream, also when the server reset the connection.</returns>
+    public static async Task<int> ReadEndAsync(this Socket client, CancellationToken cancellationToken)
+    {
+        try
+        {
+            return await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+        }
+        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
+        {
+            return 0;
+        }
+    }
 }

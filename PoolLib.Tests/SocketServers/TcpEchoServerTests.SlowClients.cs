@@ -89,9 +89,9 @@ public sealed partial class TcpEchoServerTests
     /// </summary>
     private static async Task AssertRejectedWhileOthersServedAsync(TcpEchoServer server, Socket rejected, Socket held, CancellationToken cancellationToken)
     {
-        Assert.That(await ReadEndAsync(rejected, cancellationToken), Is.Zero, "the rejected client is closed at once");
+        Assert.That(await rejected.ReadEndAsync(cancellationToken), Is.Zero, "the rejected client is closed at once");
         Assert.That(server.Counters.Rejected, Is.EqualTo(1));
-        await AssertEchoOnAsync(held, cancellationToken);
+        await held.AssertEchoOnAsync(cancellationToken);
         int openBefore = server.Counters.CurrentConnections;
         held.Dispose();
         await Poll.UntilAsync(() => server.Counters.CurrentConnections == openBefore - 1, cancellationToken);
@@ -149,27 +149,5 @@ public sealed partial class TcpEchoServerTests
         }
 
         return total;
-    }
-
-    /// <returns>What a read returns: 0 at end of stream, also when the server reset the connection.</returns>
-    private static async Task<int> ReadEndAsync(Socket client, CancellationToken cancellationToken)
-    {
-        try
-        {
-            return await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
-        }
-        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
-        {
-            return 0;
-        }
-    }
-
-    private static async Task AssertEchoOnAsync(Socket client, CancellationToken cancellationToken)
-    {
-        byte[] message = [7, 8, 9];
-        await client.SendAllAsync(message, cancellationToken);
-        byte[] echo = new byte[message.Length];
-        Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
-        Assert.That(echo, Is.EqualTo(message));
     }
 }

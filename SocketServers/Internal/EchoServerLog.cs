@@ -31,9 +31,6 @@ internal static partial class EchoServerLog
     [LoggerMessage(7, LogLevel.Error, "TCP accept loop on {EndPoint} failed; no new connections are accepted")]
     public static partial void AcceptLoopFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
 
-    [LoggerMessage(8, LogLevel.Debug, "TCP accept on {EndPoint} while full failed: {SocketError}")]
-    public static partial void AcceptWhileFullFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
-
     [LoggerMessage(9, LogLevel.Debug, "TCP client {RemoteEndPoint} rejected: {Reason}")]
     public static partial void ClientRejected(this ILogger logger, EndPoint? remoteEndPoint, string reason);
 
