@@ -52,6 +52,10 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     private long _drops;
     private long _rejected;
     private long _evicted;
+    private long _loopRestarts;
+
+    // Lines about loops that failed: a fault that recurs on every restart still shows a few times a second.
+    private readonly LogRateLimiter _loopFailures = new();
 
     private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolName, ILogger? logger)
     {
@@ -127,6 +131,14 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 
     /// <summary>Cancelled when the server begins to stop.</summary>
     private protected CancellationToken StoppingToken => _stopping.Token;
+
+    /// <summary>How long a loop of the server (accept, receive, sweep) that failed, or a receive that failed unexpectedly,
+    /// waits before it goes on; a stop ends the wait at once. Long enough that a fault that recurs at once is not a busy
+    /// loop, short enough that one that passes costs little service. Settable before <see cref="StartAsync"/>, for tests.</summary>
+    internal TimeSpan RestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>Loops started again after an unexpected exception, since start.</summary>
+    internal long LoopRestarts => Interlocked.Read(ref _loopRestarts);
 
     /// <summary>Binds and starts serving; the returned task completes once the server is listening.</summary>
     /// <param name="cancellationToken">Checked before binding.</param>
@@ -357,6 +369,64 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             return null;
         }
     }
+
+    /// <summary>Runs <paramref name="loop"/> on the thread pool until it returns; when it throws, the failure is
+    /// logged and counted and the loop starts again after <see cref="RestartDelay"/>, unless the server is stopping.</summary>
+    /// <param name="loop">The loop; it returns when the server stops.</param>
+    /// <param name="operation">Its name in the log line and the metric: <c>accept</c>, <c>receive</c> or <c>sweep</c>.</param>
+    /// <returns>A task that completes when the loop has returned, or failed while the server stops; it never faults.</returns>
+    private protected async Task RunRestartingAsync(Func<Task> loop, string operation)
+    {
+        // Run on the thread pool, not on the caller of StartAsync.
+        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
+        while (true)
+        {
+            try
+            {
+                await loop().ConfigureAwait(false);
+                return;
+            }
+            catch (Exception ex)
+            {
+                if (!OnLoopFailed(ex, operation))
+                {
+                    return;
+                }
+            }
+
+            // The stop cancels the pause.
+            await Task.Delay(RestartDelay, StoppingToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            if (StoppingToken.IsCancellationRequested)
+            {
+                return;
+            }
+
+            CountLoopRestart();
+        }
+    }
+
+    /// <summary>Logs and counts a loop that ended on an unexpected exception.</summary>
+    /// <returns>Whether to start it again after <see cref="RestartDelay"/>: unless the server is stopping.</returns>
+    private protected bool OnLoopFailed(Exception exception, string operation)
+    {
+        bool restart = !StoppingToken.IsCancellationRequested;
+        EchoMetrics.Error(this, operation, EchoMetrics.ErrorType(exception));
+        if (Logger.IsEnabled(LogLevel.Error) && _loopFailures.TryAcquire(out long suppressed))
+        {
+            Logger.LoopFailed(
+                exception,
+                ProtocolName,
+                operation,
+                LocalEndPoint,
+                restart ? $"it starts again in {RestartDelay.TotalMilliseconds} ms" : "the server is stopping",
+                LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        return restart;
+    }
+
+    /// <summary>Counts a loop that starts again after <see cref="OnLoopFailed"/>.</summary>
+    private protected void CountLoopRestart() => Interlocked.Increment(ref _loopRestarts);
 
     private protected void CountEcho(int bytes)
     {

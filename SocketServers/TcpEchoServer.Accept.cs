@@ -10,42 +10,35 @@ public sealed partial class TcpEchoServer
 {
     private static readonly TimeSpan s_acceptErrorBackoff = TimeSpan.FromMilliseconds(100);
 
+    /// <summary>Accepts clients until the server stops.</summary>
+    /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool by then.</exception>
     private async Task AcceptLoopAsync(Socket listener)
     {
-        // Run on the thread pool, not on the caller of StartAsync.
-        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
         CancellationToken stopping = StoppingToken;
-        try
+        while (!stopping.IsCancellationRequested)
         {
-            while (!stopping.IsCancellationRequested)
+            SocketError error;
+            PoolSlot<SocketAsyncEventArgs>? slot = null;
+            if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
             {
-                SocketError error;
-                PoolSlot<SocketAsyncEventArgs>? slot = null;
-                if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
-                {
-                    error = await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
-                }
-                else
-                {
-                    // At MaxConnections this waits until a connection ends; the backlog holds new clients.
-                    slot ??= await TakeSlotUnlessStoppingAsync().ConfigureAwait(false);
-                    if (slot is null)
-                    {
-                        break;
-                    }
-
-                    error = await AcceptAsync(listener, slot).ConfigureAwait(false);
-                }
-
-                if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
+                error = await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
+            }
+            else
+            {
+                // At MaxConnections this waits until a connection ends; the backlog holds new clients.
+                slot ??= await TakeSlotUnlessStoppingAsync().ConfigureAwait(false);
+                if (slot is null)
                 {
                     break;
                 }
+
+                error = await AcceptAsync(listener, slot).ConfigureAwait(false);
             }
-        }
-        catch (Exception ex)
-        {
-            Logger.AcceptLoopFailed(ex, LocalEndPoint);
+
+            if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
+            {
+                break;
+            }
         }
     }
 
@@ -135,6 +128,7 @@ public sealed partial class TcpEchoServer
             return true;
         }
 
+        EchoMetrics.Error(this, "accept", error.ToString());
         if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
         {
             Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
@@ -147,14 +141,15 @@ public sealed partial class TcpEchoServer
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
     private void Reject(Socket socket, string why)
     {
-        if (Logger.IsEnabled(LogLevel.Debug))
-        {
-            Logger.ClientRejected(RemoteEndPointOrNull(socket), why);
-        }
+        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? RemoteEndPointOrNull(socket) : null;
 
-        // Counted first: the client sees the close as soon as it happens.
+        // Counted first: the client sees the close as soon as it happens. Closed before the line is logged, which may fail.
         CountRejected();
         socket.Dispose();
+        if (client is not null)
+        {
+            Logger.ClientRejected(client, why);
+        }
     }
 
     private static EndPoint? RemoteEndPointOrNull(Socket socket)
@@ -222,6 +217,9 @@ public sealed partial class TcpEchoServer
     /// <summary>Runs on each accepted socket before its connection is set up; for tests that make the set-up fail.</summary>
     internal Action<Socket>? BeforeConnectionSetup { get; set; }
 
+    /// <summary>Runs at the start of each sweep over the connections; for tests that make the sweep fail.</summary>
+    internal Action? BeforeSweep { get; set; }
+
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
         Connection connection;
@@ -258,6 +256,7 @@ public sealed partial class TcpEchoServer
     /// client waits in the backlog, evicts the quietest of those below the minimum data rate. No timer per
     /// connection, and nothing per message but a timestamp and a byte count.
     /// </summary>
+    /// <exception cref="Exception">Anything unexpected.</exception>
     private async Task SweepConnectionsAsync()
     {
         bool closesIdle = _idleTimeout != Timeout.InfiniteTimeSpan;
@@ -277,6 +276,7 @@ public sealed partial class TcpEchoServer
             using var timer = new PeriodicTimer(TimeSpan.FromTicks(period));
             while (await timer.WaitForNextTickAsync(StoppingToken).ConfigureAwait(false))
             {
+                BeforeSweep?.Invoke();
                 long now = Environment.TickCount64;
                 Connection? quietestSlow = null;
                 foreach (var (connection, _) in _connections)
@@ -302,10 +302,6 @@ public sealed partial class TcpEchoServer
         catch (OperationCanceledException)
         {
             // Stopping.
-        }
-        catch (Exception ex)
-        {
-            Logger.SweepFailed(ex, LocalEndPoint);
         }
     }
 }

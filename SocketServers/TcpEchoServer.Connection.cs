@@ -225,6 +225,23 @@ public sealed partial class TcpEchoServer
 
         private void Close(SocketError error)
         {
+            try
+            {
+                ReportEnd(error);
+            }
+            finally
+            {
+                // Whatever the log line did (a logger may throw), the socket closes and the args goes back.
+                _socket.Dispose();
+                EchoMetrics.ConnectionClosed(_server, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
+                _server.OnConnectionClosed(this);
+            }
+        }
+
+        /// <summary>Ends a graceful close with end of stream to the client, counts any other close as a drop, and logs
+        /// how the connection ended.</summary>
+        private void ReportEnd(SocketError error)
+        {
             int request = Volatile.Read(ref _closeRequest);
             bool graceful = error == SocketError.Success && request is not (IdleClose or Evicted);
             if (graceful)
@@ -261,10 +278,6 @@ public sealed partial class TcpEchoServer
                     }
                 }
             }
-
-            _socket.Dispose();
-            EchoMetrics.ConnectionClosed(_server, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
-            _server.OnConnectionClosed(this);
         }
 
         private void Shutdown(SocketShutdown how)

@@ -25,6 +25,10 @@ namespace SocketServers;
 /// logged at Debug. A connection that neither receives nor sends for
 /// <see cref="TcpEchoServerOptions.IdleTimeout"/> is closed by one periodic sweep.
 /// </para>
+/// <para>
+/// An accept that fails is logged and tried again after a short pause. The accept loop and the sweep, if they throw,
+/// are logged at Error, counted in the <c>echo.errors</c> metric and started again after the same pause.
+/// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
 public sealed partial class TcpEchoServer : EchoServer
@@ -119,10 +123,10 @@ public sealed partial class TcpEchoServer : EchoServer
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
         _listener = listener;
-        _acceptLoop = AcceptLoopAsync(listener);
+        _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
         if (_idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0)
         {
-            _sweep = SweepConnectionsAsync();
+            _sweep = RunRestartingAsync(SweepConnectionsAsync, "sweep");
         }
 
         Logger.TcpListening(

@@ -102,4 +102,35 @@ internal static class SocketTestExtensions
             return 0;
         }
     }
+
+    /// <summary>What <paramref name="operation"/> returns; the test fails, instead of waiting for its own time limit,
+    /// if that takes longer than <see cref="UdpEchoTesting.EchoTimeout"/>: for what a broken server would never do.</summary>
+    /// <param name="operation">The wait, given a token cancelled when the time is up.</param>
+    /// <param name="what">What is waited for, for the failure's message.</param>
+    /// <param name="cancellationToken">The test's own limit.</param>
+    public static async Task<T> WithinAsync<T>(Func<CancellationToken, Task<T>> operation, string what, CancellationToken cancellationToken)
+    {
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        timeout.CancelAfter(UdpEchoTesting.EchoTimeout);
+        try
+        {
+            return await operation(timeout.Token);
+        }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+        {
+            Assert.Fail($"not within {UdpEchoTesting.EchoTimeout.TotalSeconds} s: {what}");
+            throw;
+        }
+    }
+
+    /// <summary>As <see cref="WithinAsync{T}"/>, for a wait with no result.</summary>
+    public static Task WithinAsync(Func<CancellationToken, Task> operation, string what, CancellationToken cancellationToken)
+        => WithinAsync(
+            async token =>
+            {
+                await operation(token);
+                return true;
+            },
+            what,
+            cancellationToken);
 }
