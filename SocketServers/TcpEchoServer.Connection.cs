@@ -38,7 +38,7 @@ public sealed partial class TcpEchoServer
         // The sweep's alone: the current rate window, and whether the last complete one was below the minimum rate.
         private long _windowStart;
         private long _windowStartBytes;
-        private bool _slow;
+        private bool _lastWindowSlow;
 
         // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle
         // sweep or abort sets it (Aborted overrides the others).
@@ -85,22 +85,26 @@ public sealed partial class TcpEchoServer
         }
 
         /// <summary>
-        /// Sweep only: closes the current rate window if <paramref name="windowMs"/> has passed, and says
-        /// whether the connection received less than <paramref name="minDataRate"/> bytes a second over the
-        /// last complete window (a connection younger than one window never has).
+        /// Sweep only: closes the current rate window if <paramref name="windowMs"/> has passed, and says whether the
+        /// connection received less than <paramref name="minDataRate"/> bytes a second both over the last complete
+        /// window and since it ended (a connection younger than one window never has).
         /// </summary>
+        /// <remarks>The second condition is what the connection does now: one that was quiet for a window and streams
+        /// since is not slow, however its last window went.</remarks>
         public bool IsSlow(long now, long windowMs, int minDataRate)
         {
+            long bytes = Volatile.Read(ref _bytesReceived);
             long elapsed = now - _windowStart;
             if (elapsed >= windowMs)
             {
-                long bytes = Volatile.Read(ref _bytesReceived);
-                _slow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
+                _lastWindowSlow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
                 _windowStart = now;
                 _windowStartBytes = bytes;
+                elapsed = 0;
             }
 
-            return _slow;
+            // Over at least a millisecond: a window that has just begun has received nothing yet.
+            return _lastWindowSlow && (bytes - _windowStartBytes) * 1000 < (long)minDataRate * Math.Max(elapsed, 1);
         }
 
         /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
