@@ -16,8 +16,9 @@ namespace SocketServers;
 /// <remarks>
 /// <para>
 /// A server starts once: <see cref="StartAsync"/> binds and returns when it is listening;
-/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period,
-/// closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
+/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period
+/// (a TCP connection echoes what it has read, ends its stream and waits for the client to close), closes the rest
+/// and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
 /// needed and frees the pool.
 /// </para>
 /// <para>
@@ -172,8 +173,9 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 
     /// <summary>
     /// Stops the server: no new connections or datagrams are taken, in-flight echoes get the stop grace
-    /// period to finish, then what is left is closed. The task completes when every pooled args is back in
-    /// the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
+    /// period to finish, then what is left is closed. A TCP connection reads nothing more, sends back what it has
+    /// read, ends its stream, and drops what the client still sends until the client closes, so that closing it
+    /// resets nothing. The task completes when every pooled args is back in the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
     /// token can still end the grace period.
     /// </summary>
     /// <param name="cancellationToken">Cancelling it ends the grace period at once, whichever call passed it; the
@@ -428,11 +430,18 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <summary>Counts a loop that starts again after <see cref="OnLoopFailed"/>.</summary>
     private protected void CountLoopRestart() => Interlocked.Increment(ref _loopRestarts);
 
+    /// <summary>Counts a message (a UDP datagram) echoed in full, with its bytes.</summary>
     private protected void CountEcho(int bytes)
     {
         Interlocked.Increment(ref _messagesEchoed);
         Interlocked.Add(ref _bytesEchoed, bytes);
     }
+
+    /// <summary>Counts bytes of an echo as a send hands them to the kernel (TCP, which may send a message in parts).</summary>
+    private protected void CountBytesEchoed(int bytes) => Interlocked.Add(ref _bytesEchoed, bytes);
+
+    /// <summary>Counts a TCP receive whose bytes have all been sent back (<see cref="CountBytesEchoed"/> counted them).</summary>
+    private protected void CountMessageEchoed() => Interlocked.Increment(ref _messagesEchoed);
 
     private protected void CountDrop() => Interlocked.Increment(ref _drops);
 

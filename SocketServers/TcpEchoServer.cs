@@ -21,7 +21,9 @@ namespace SocketServers;
 /// operations that complete synchronously continue the same loop, never a nested call.
 /// </para>
 /// <para>
-/// A client's half-close (<c>Shutdown(Send)</c>) gets every byte echoed, then end of stream. Resets are
+/// A client's half-close (<c>Shutdown(Send)</c>) gets every byte echoed, then end of stream. A stop ends each
+/// connection's stream after the echo of what it has read, and closes the connection when the client does, so
+/// that the client reads every echoed byte. Resets are
 /// logged at Debug. A connection that neither receives nor sends for
 /// <see cref="TcpEchoServerOptions.IdleTimeout"/> is closed by one periodic sweep.
 /// </para>
@@ -149,7 +151,7 @@ public sealed partial class TcpEchoServer : EchoServer
         Interlocked.Exchange(ref _draining, 1);
         foreach (var (connection, _) in _connections)
         {
-            connection.StopReceiving();
+            connection.StopGracefully();
         }
 
         int open = OpenConnections;

@@ -316,6 +316,38 @@ public sealed partial class TcpEchoServerTests
         }
     }
 
+    // A graceful stop reads nothing more, sends what it owes, ends its stream, and discards what the client still
+    // sends until the client closes. Here the client has filled both directions when the stop begins, reads only after
+    // that, and writes until it reads the end: it must get every byte counted as echoed, and nothing may be reset.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task StopAsync_ClientStillSending_GetsEveryEchoedByteThenEndOfStreamWithoutReset(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromSeconds(30), cancellationToken);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            var endOfStream = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            Task<SocketError> writer = WriteCountingUntilAsync(client, endOfStream.Task, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+
+            Task stop = server.StopAsync(cancellationToken);
+            (long received, SocketError readError) = await ReadCountingToEndAsync(client, cancellationToken);
+            endOfStream.SetResult();
+            SocketError writeError = await writer;
+            await stop;
+
+            Assert.That(readError, Is.EqualTo(SocketError.Success), "the client read to the end of the stream");
+            Assert.That(received, Is.EqualTo(server.Counters.BytesEchoed), "every byte counted as echoed reached the client");
+            Assert.That(writeError, Is.EqualTo(SocketError.Success), "the client's writes were not reset");
+            Assert.That(server.Counters.Drops, Is.Zero, "the connection ended gracefully");
+        }
+        finally
+        {
+            await server.DisposeAsync();
+        }
+    }
+
     // The first stop passes no token and would give the echo a day; the host's later stop, with its shutdown
     // timeout as a token, must still be able to end that grace period.
     [Test]
@@ -446,36 +478,88 @@ public sealed partial class TcpEchoServerTests
         await WaitForIdleAsync(server, cancellationToken);
     }
 
-    /// <summary>Sends and checks echoes until the server closes the connection.</summary>
+    /// <summary>Sends and checks echoes until the server ends the stream; a reset fails the test.</summary>
     private static async Task EchoUntilClosedAsync(IPEndPoint endPoint, CountdownEvent started, CancellationToken cancellationToken)
     {
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken);
         byte[] message = new byte[16 * KiB];
         byte[] echo = new byte[message.Length];
         bool signalled = false;
-        try
+        while (true)
         {
-            while (true)
-            {
-                Random.Shared.NextBytes(message);
-                await client.SendAllAsync(message, cancellationToken);
-                int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
-                if (received < message.Length)
-                {
-                    return; // closed by the stop
-                }
+            Random.Shared.NextBytes(message);
+            await client.SendAllAsync(message, cancellationToken);
+            int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
 
-                Assert.That(echo, Is.EqualTo(message));
-                if (!signalled)
-                {
-                    signalled = true;
-                    started.Signal();
-                }
+            // The stop echoes what it read, maybe part of the message, then ends the stream.
+            Assert.That(echo.AsSpan(0, received).SequenceEqual(message.AsSpan(0, received)), Is.True, "the echo so far is byte-exact");
+            if (received < message.Length)
+            {
+                return;
+            }
+
+            if (!signalled)
+            {
+                signalled = true;
+                started.Signal();
             }
         }
-        catch (SocketException)
+    }
+
+    /// <summary>Writes 64 KiB chunks of the running byte count (mod 251) until <paramref name="stop"/> completes, then
+    /// shuts down its send side.</summary>
+    /// <returns>How the writes ended: <see cref="SocketError.Success"/>, or the error one failed with.</returns>
+    private static async Task<SocketError> WriteCountingUntilAsync(Socket client, Task stop, CancellationToken cancellationToken)
+    {
+        byte[] chunk = new byte[64 * KiB];
+        long written = 0;
+        try
         {
-            // Reset by the stop: expected.
+            while (!stop.IsCompleted)
+            {
+                for (int i = 0; i < chunk.Length; i++)
+                {
+                    chunk[i] = (byte)((written + i) % 251);
+                }
+
+                await client.SendAllAsync(chunk, cancellationToken);
+                written += chunk.Length;
+            }
+
+            client.Shutdown(SocketShutdown.Send);
+            return SocketError.Success;
+        }
+        catch (SocketException ex)
+        {
+            return ex.SocketErrorCode;
+        }
+    }
+
+    /// <summary>Reads to the end of the stream, 16 KiB at a time, checking that it is the running byte count (mod 251)
+    /// that <see cref="WriteCountingUntilAsync"/> writes.</summary>
+    /// <returns>The bytes read, and <see cref="SocketError.Success"/> or the error a read failed with.</returns>
+    private static async Task<(long Received, SocketError Error)> ReadCountingToEndAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[16 * KiB];
+        long total = 0;
+        try
+        {
+            int received;
+            while ((received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken)) > 0)
+            {
+                for (int i = 0; i < received; i++)
+                {
+                    Assert.That(buffer[i], Is.EqualTo((byte)((total + i) % 251)), $"byte {total + i} of the echo");
+                }
+
+                total += received;
+            }
+
+            return (total, SocketError.Success);
+        }
+        catch (SocketException ex)
+        {
+            return (total, ex.SocketErrorCode);
         }
     }
 
