@@ -47,14 +47,17 @@ public sealed partial class TcpEchoServer
     private async ValueTask<SocketError> AcceptAsync(Socket listener, PoolSlot<SocketAsyncEventArgs> slot)
     {
         var args = (PooledSocketArgs)slot.Object;
-        SocketError error;
+        SocketError error = BeforeAccept?.Invoke() ?? SocketError.Success;
         try
         {
-            // No buffer: an accept with one would also wait for the client's first bytes.
-            args.AcceptSocket = null;
-            args.SetBuffer(null, 0, 0);
-            await args.AcceptAsync(listener).ConfigureAwait(false);
-            error = args.SocketError;
+            if (error == SocketError.Success)
+            {
+                // No buffer: an accept with one would also wait for the client's first bytes.
+                args.AcceptSocket = null;
+                args.SetBuffer(null, 0, 0);
+                await args.AcceptAsync(listener).ConfigureAwait(false);
+                error = args.SocketError;
+            }
         }
         catch (ObjectDisposedException)
         {
@@ -85,6 +88,11 @@ public sealed partial class TcpEchoServer
     /// <returns>How the accept went.</returns>
     private async ValueTask<SocketError> AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
     {
+        if (BeforeAccept?.Invoke() is { } injected and not SocketError.Success)
+        {
+            return injected;
+        }
+
         Socket accepted;
         try
         {
@@ -216,6 +224,10 @@ public sealed partial class TcpEchoServer
 
     /// <summary>Runs on each accepted socket before its connection is set up; for tests that make the set-up fail.</summary>
     internal Action<Socket>? BeforeConnectionSetup { get; set; }
+
+    /// <summary>A fault to inject, for tests: runs before each accept. A result other than <see cref="SocketError.Success"/>
+    /// stands for the accept's own, which is then not made.</summary>
+    internal Func<SocketError>? BeforeAccept { get; set; }
 
     /// <summary>Runs at the start of each sweep over the connections; for tests that make the sweep fail.</summary>
     internal Action? BeforeSweep { get; set; }

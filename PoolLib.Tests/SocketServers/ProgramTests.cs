@@ -6,7 +6,7 @@ using System.Text.RegularExpressions;
 namespace PoolLib.Tests.SocketServers;
 
 /// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
-public sealed partial class ProgramTests
+public sealed class ProgramTests
 {
     private static string HostPath => Path.Combine(AppContext.BaseDirectory, "SocketServers.dll");
 

@@ -75,7 +75,7 @@ public sealed partial class UdpEchoServerTests
             using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
             await Poll.UntilAsync(() => Volatile.Read(ref receiveCalls) > 0, cancellationToken);
 
-            TimeSpan cpu = await ProcessorTimeOverAsync(measured, cancellationToken);
+            TimeSpan cpu = await ProcessCpu.UsedOverAsync(measured, cancellationToken);
 
             Assert.That(cpu, Is.LessThan(measured * 0.3), $"the process used {cpu.TotalSeconds:F2} s of CPU in {measured.TotalSeconds} s with a receive that keeps failing");
             var errors = meter.Recorded("echo.errors");
@@ -245,14 +245,6 @@ public sealed partial class UdpEchoServerTests
         Assert.That(dropped[0].Value, Is.EqualTo(1));
         Assert.That(dropped[0].Tags["reason"], Is.EqualTo(reason));
         Assert.That(dropped[0].Tags["network.transport"], Is.EqualTo("udp"));
-    }
-
-    /// <summary>The CPU time this process uses over the next <paramref name="span"/>.</summary>
-    private static async Task<TimeSpan> ProcessorTimeOverAsync(TimeSpan span, CancellationToken cancellationToken)
-    {
-        TimeSpan before = Environment.CpuUsage.TotalTime;
-        await Task.Delay(span, cancellationToken);
-        return Environment.CpuUsage.TotalTime - before;
     }
 
     private static int PortOf(Socket socket) => ((IPEndPoint)socket.LocalEndPoint!).Port;
