@@ -58,12 +58,22 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     // Lines about loops that failed: a fault that recurs on every restart still shows a few times a second.
     private readonly LogRateLimiter _loopFailures = new();
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolName, ILogger? logger)
+    // The args pool's buffer size, cap and kind of name; the pool itself is created once the endpoint is known.
+    private readonly int _poolBufferSize;
+    private readonly int _poolCapacity;
+    private readonly string _poolKind;
+
+    // Created by StartCore (CreatePool), before any loop that takes from it starts; null before the first start.
+    private SocketArgsPool? _pool;
+
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger)
     {
         Logger = logger ?? NullLogger.Instance;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
-        Pool = new SocketArgsPool(bufferSize, poolCapacity, poolName);
+        _poolBufferSize = bufferSize;
+        _poolCapacity = poolCapacity;
+        _poolKind = poolKind;
     }
 
     private enum State
@@ -103,23 +113,30 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     }
 
     /// <summary>A snapshot of the counters; readable at any time, also after stop and dispose.</summary>
-    public EchoServerCounters Counters => new(
-        Volatile.Read(ref _currentConnections),
-        Volatile.Read(ref _peakConnections),
-        Interlocked.Read(ref _totalConnections),
-        Interlocked.Read(ref _messagesEchoed),
-        Interlocked.Read(ref _bytesEchoed),
-        Interlocked.Read(ref _drops),
-        Pool.TotalCount,
-        Pool.AvailableCount,
-        Interlocked.Read(ref _rejected),
-        Interlocked.Read(ref _evicted));
+    public EchoServerCounters Counters
+    {
+        get
+        {
+            SocketArgsPool? pool = Volatile.Read(ref _pool);
+            return new(
+                Volatile.Read(ref _currentConnections),
+                Volatile.Read(ref _peakConnections),
+                Interlocked.Read(ref _totalConnections),
+                Interlocked.Read(ref _messagesEchoed),
+                Interlocked.Read(ref _bytesEchoed),
+                Interlocked.Read(ref _drops),
+                pool?.TotalCount ?? 0,
+                pool?.AvailableCount ?? 0,
+                Interlocked.Read(ref _rejected),
+                Interlocked.Read(ref _evicted));
+        }
+    }
 
     /// <summary>"TCP" or "UDP", for messages.</summary>
     private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
 
-    /// <summary>The pool every operation's args comes from.</summary>
-    private protected SocketArgsPool Pool { get; }
+    /// <summary>The pool every operation's args comes from; only once <see cref="CreatePool"/> has made it.</summary>
+    private protected SocketArgsPool Pool => _pool!;
 
     /// <summary>Gets how many TCP clients wait in the listen backlog, where the platform says (Linux); 0 otherwise and for UDP.</summary>
     internal virtual long QueuedConnections => 0;
@@ -228,7 +245,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
 
         await StopAsync().ConfigureAwait(false);
-        Pool.Dispose();
+        Volatile.Read(ref _pool)?.Dispose();
         _stopping.Dispose();
         GC.SuppressFinalize(this);
     }
@@ -268,8 +285,18 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
     }
 
-    /// <summary>Creates, binds and starts the socket(s); on failure leaves nothing open.</summary>
+    /// <summary>Creates and binds the socket(s), calls <see cref="CreatePool"/> and starts the loops; on failure leaves
+    /// nothing open.</summary>
     private protected abstract IPEndPoint StartCore();
+
+    /// <summary>Names a pool of this server after its kind and the endpoint the server listens on
+    /// (<c>tcp-echo-args@127.0.0.1:7007</c>), so that the pools of servers in one process are told apart in metrics.</summary>
+    private protected static string PoolName(string kind, IPEndPoint endPoint) => $"{kind}@{endPoint}";
+
+    /// <summary>Creates the args pool, named for <paramref name="endPoint"/>; StartCore calls it once bound, before any loop
+    /// starts. A pool left by a start that failed is disposed.</summary>
+    private protected void CreatePool(IPEndPoint endPoint)
+        => Interlocked.Exchange(ref _pool, new SocketArgsPool(_poolBufferSize, _poolCapacity, PoolName(_poolKind, endPoint)))?.Dispose();
 
     /// <summary>First stop step: take no new work (close the listener, refuse new datagrams).</summary>
     private protected abstract Task StopReceivingAsync();

@@ -156,7 +156,7 @@ public sealed partial class TcpEchoServer
             SocketError error = SocketError.Success;
             try
             {
-                Pool<byte[]> buffers = _server._buffers;
+                Pool<byte[]> buffers = _server._buffers!;
                 while (true)
                 {
                     if (!EnterWaiting())
@@ -300,7 +300,7 @@ public sealed partial class TcpEchoServer
         /// <returns><see cref="SocketError.Success"/> at the client's end of stream, else the error.</returns>
         private async ValueTask<SocketError> DiscardUntilEndAsync()
         {
-            Pool<byte[]> buffers = _server._buffers;
+            Pool<byte[]> buffers = _server._buffers!;
             while (true)
             {
                 _args.SetBuffer(null, 0, 0);

@@ -62,8 +62,8 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly ConcurrentDictionary<IPAddress, int> _connectionsPerAddress = new();
 
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
-    // so a take never waits, and idle ones go back to the GC after a while.
-    private readonly Pool<byte[]> _buffers;
+    // so a take never waits, and idle ones go back to the GC after a while. Created by StartCore, named for the endpoint.
+    private Pool<byte[]>? _buffers;
 
     // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
     private readonly ConcurrentDictionary<Connection, byte> _connections = new();
@@ -101,12 +101,9 @@ public sealed partial class TcpEchoServer : EchoServer
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolName: "tcp-echo-args", logger)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: "tcp-echo-args", logger)
     {
-        int bufferSize = _bufferSize = options.BufferSize;
-        _buffers = PoolLib.Pool.Create(
-            new PoolOptions { MaxCapacity = options.MaxConnections, Name = "tcp-echo-buffers", IdleTimeout = s_bufferIdleTimeout },
-            () => GC.AllocateArray<byte>(bufferSize, pinned: true));
+        _bufferSize = options.BufferSize;
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
@@ -124,6 +121,11 @@ public sealed partial class TcpEchoServer : EchoServer
     {
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
+        CreatePool(bound);
+        int bufferSize = _bufferSize;
+        _buffers = PoolLib.Pool.Create(
+            new PoolOptions { MaxCapacity = _maxConnections, Name = PoolName("tcp-echo-buffers", bound), IdleTimeout = s_bufferIdleTimeout },
+            () => GC.AllocateArray<byte>(bufferSize, pinned: true));
         _listener = listener;
         _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
         if (_idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0)
@@ -201,12 +203,12 @@ public sealed partial class TcpEchoServer : EchoServer
     }
 
     /// <summary>Gets how many receive buffers connections hold right now; for tests that check idle connections hold none.</summary>
-    internal int BuffersInUse => _buffers.TotalCount - _buffers.AvailableCount;
+    internal int BuffersInUse => _buffers is { } buffers ? buffers.TotalCount - buffers.AvailableCount : 0;
 
     private protected override Task CloseAsync()
     {
         Logger.TcpStopped(LocalEndPoint, Counters);
-        _buffers.Dispose();
+        _buffers?.Dispose();
         return Task.CompletedTask;
     }
 

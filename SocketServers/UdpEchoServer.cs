@@ -106,7 +106,7 @@ public sealed partial class UdpEchoServer : EchoServer
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
                 ? options.MaxPendingDatagrams + options.ConcurrentReceives
                 : options.ConcurrentReceives,
-            poolName: "udp-echo-args",
+            poolKind: "udp-echo-args",
             logger)
     {
         _endPoint = options.EndPoint;
@@ -130,6 +130,7 @@ public sealed partial class UdpEchoServer : EchoServer
     {
         Socket socket = BindSocket(_endPoint);
         var bound = (IPEndPoint)socket.LocalEndPoint!;
+        CreatePool(bound);
         _socket = socket;
         try
         {

@@ -161,7 +161,7 @@ public sealed class ProgramTests
             }
 
             Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
-            Assert.That(stats, Has.Some.StartsWith("stats: pool.objects.max{pool.name=tcp-echo-args} "));
+            Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
             Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
             await SocketTestExtensions.AssertEchoesAsync(tcp, 10, cancellationToken);
         }
