@@ -171,6 +171,52 @@ public sealed class ProgramTests
         }
     }
 
+    // A signal someone sends to look at a server in production must not pause it: no collection on SIGUSR1. Two
+    // printouts in a row on an idle host show the same number of full (gen2) collections.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SigUsr1_PrintsTheHeapWithoutACollection(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "SIGUSR1 is handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"]);
+        try
+        {
+            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+
+            long first = await ReadFullCollectionsOnSignalAsync(host, "USR1", cancellationToken);
+            long second = await ReadFullCollectionsOnSignalAsync(host, "USR1", cancellationToken);
+
+            Assert.That(second, Is.EqualTo(first), "full collections between two SIGUSR1 printouts");
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
+    // SIGUSR2 asks for a full collection first, for measurements (PoolBench reads the heap so): each printout counts it.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_SigUsr2_CollectsThenPrintsTheHeap(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "SIGUSR2 is handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"]);
+        try
+        {
+            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+
+            long first = await ReadFullCollectionsOnSignalAsync(host, "USR2", cancellationToken);
+            long second = await ReadFullCollectionsOnSignalAsync(host, "USR2", cancellationToken);
+
+            Assert.That(first, Is.GreaterThan(0));
+            Assert.That(second, Is.GreaterThan(first), "full collections between two SIGUSR2 printouts");
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
     // Two hosts on one port with --reuse-port: the kernel spreads 200 TCP connections and 2,000
     // datagrams from 20 source ports over both, every echo is exact, and once one host has stopped,
     // every new connection is served by the other. The final counters each host prints on SIGTERM
@@ -238,6 +284,25 @@ public sealed class ProgramTests
                 Assert.That(echo[..received], Is.EqualTo(datagram));
             }
         }
+    }
+
+    /// <summary>Sends <paramref name="signal"/> and reads the gen2 collection count from the printout it causes.</summary>
+    private static async Task<long> ReadFullCollectionsOnSignalAsync(Process host, string signal, CancellationToken cancellationToken)
+    {
+        await SendSignalAsync(host, signal, cancellationToken);
+        const string Prefix = "stats: process.gc.collections ";
+        while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
+        {
+            if (line.StartsWith(Prefix, StringComparison.Ordinal))
+            {
+                Match gen2 = Regex.Match(line, @" gen2 (\d+)$");
+                Assert.That(gen2.Success, Is.True, line);
+                return long.Parse(gen2.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+            }
+        }
+
+        Assert.Fail($"the host ended without printing '{Prefix}'");
+        throw new UnreachableException();
     }
 
     /// <summary>Stops a host with SIGTERM and reads the TCP connections and UDP datagrams it says it served.</summary>
