@@ -39,6 +39,7 @@ public sealed partial class TcpEchoServerTests
         using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await held.AssertEchoOnAsync(cancellationToken);
+        await ProcessCpu.WaitUntilQuietAsync(cancellationToken);
 
         // The accept already under way takes this client and rejects it; every accept after it fails.
         Volatile.Write(ref failing, 1);
