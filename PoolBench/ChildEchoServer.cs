@@ -11,7 +11,7 @@ namespace PoolBench;
 /// <c>tcp echo listening on ADDRESS:PORT</c> and the same for <c>udp</c>; the server is ready when
 /// both lines have come. Its output is read until it exits, so a chatty log never blocks it;
 /// disposing kills it. Its allocations happen in another process and are not measured. Our host
-/// prints its managed heap on SIGUSR1 (<c>stats: process.managed_heap_bytes N committed M</c>),
+/// prints its managed heap after a full collection on SIGUSR2 (<c>stats: process.managed_heap_bytes N committed M</c>),
 /// which <see cref="ReadManagedHeapAsync"/> asks for and reads from that output.
 /// </summary>
 internal sealed class ChildEchoServer : IEchoServer
@@ -72,7 +72,7 @@ internal sealed class ChildEchoServer : IEchoServer
 
         var heap = new TaskCompletionSource<(double HeapMib, double CommittedMib)>(TaskCreationOptions.RunContinuationsAsynchronously);
         Volatile.Write(ref _heap, heap);
-        using (Process signal = Process.Start("kill", ["-USR1", _process.Id.ToString(CultureInfo.InvariantCulture)]))
+        using (Process signal = Process.Start("kill", ["-USR2", _process.Id.ToString(CultureInfo.InvariantCulture)]))
         {
             await signal.WaitForExitAsync().ConfigureAwait(false);
         }

@@ -16,8 +16,9 @@ namespace SocketServers;
 /// <remarks>
 /// <para>
 /// A server starts once: <see cref="StartAsync"/> binds and returns when it is listening;
-/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period,
-/// closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
+/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period
+/// (a TCP connection echoes what it has read, ends its stream and waits for the client to close), closes the rest
+/// and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
 /// needed and frees the pool.
 /// </para>
 /// <para>
@@ -52,13 +53,27 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     private long _drops;
     private long _rejected;
     private long _evicted;
+    private long _loopRestarts;
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolName, ILogger? logger)
+    // Lines about loops that failed: a fault that recurs on every restart still shows a few times a second.
+    private readonly LogRateLimiter _loopFailures = new();
+
+    // The args pool's buffer size, cap and kind of name; the pool itself is created once the endpoint is known.
+    private readonly int _poolBufferSize;
+    private readonly int _poolCapacity;
+    private readonly string _poolKind;
+
+    // Created by StartCore (CreatePool), before any loop that takes from it starts; null before the first start.
+    private SocketArgsPool? _pool;
+
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger)
     {
         Logger = logger ?? NullLogger.Instance;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
-        Pool = new SocketArgsPool(bufferSize, poolCapacity, poolName);
+        _poolBufferSize = bufferSize;
+        _poolCapacity = poolCapacity;
+        _poolKind = poolKind;
     }
 
     private enum State
@@ -98,23 +113,30 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     }
 
     /// <summary>A snapshot of the counters; readable at any time, also after stop and dispose.</summary>
-    public EchoServerCounters Counters => new(
-        Volatile.Read(ref _currentConnections),
-        Volatile.Read(ref _peakConnections),
-        Interlocked.Read(ref _totalConnections),
-        Interlocked.Read(ref _messagesEchoed),
-        Interlocked.Read(ref _bytesEchoed),
-        Interlocked.Read(ref _drops),
-        Pool.TotalCount,
-        Pool.AvailableCount,
-        Interlocked.Read(ref _rejected),
-        Interlocked.Read(ref _evicted));
+    public EchoServerCounters Counters
+    {
+        get
+        {
+            SocketArgsPool? pool = Volatile.Read(ref _pool);
+            return new(
+                Volatile.Read(ref _currentConnections),
+                Volatile.Read(ref _peakConnections),
+                Interlocked.Read(ref _totalConnections),
+                Interlocked.Read(ref _messagesEchoed),
+                Interlocked.Read(ref _bytesEchoed),
+                Interlocked.Read(ref _drops),
+                pool?.TotalCount ?? 0,
+                pool?.AvailableCount ?? 0,
+                Interlocked.Read(ref _rejected),
+                Interlocked.Read(ref _evicted));
+        }
+    }
 
     /// <summary>"TCP" or "UDP", for messages.</summary>
     private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
 
-    /// <summary>The pool every operation's args comes from.</summary>
-    private protected SocketArgsPool Pool { get; }
+    /// <summary>The pool every operation's args comes from; only once <see cref="CreatePool"/> has made it.</summary>
+    private protected SocketArgsPool Pool => _pool!;
 
     /// <summary>Gets how many TCP clients wait in the listen backlog, where the platform says (Linux); 0 otherwise and for UDP.</summary>
     internal virtual long QueuedConnections => 0;
@@ -127,6 +149,14 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 
     /// <summary>Cancelled when the server begins to stop.</summary>
     private protected CancellationToken StoppingToken => _stopping.Token;
+
+    /// <summary>How long a loop of the server (accept, receive, sweep) that failed, or a receive that failed unexpectedly,
+    /// waits before it goes on; a stop ends the wait at once. Long enough that a fault that recurs at once is not a busy
+    /// loop, short enough that one that passes costs little service. Settable before <see cref="StartAsync"/>, for tests.</summary>
+    internal TimeSpan RestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>Loops started again after an unexpected exception, since start.</summary>
+    internal long LoopRestarts => Interlocked.Read(ref _loopRestarts);
 
     /// <summary>Binds and starts serving; the returned task completes once the server is listening.</summary>
     /// <param name="cancellationToken">Checked before binding.</param>
@@ -160,8 +190,9 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 
     /// <summary>
     /// Stops the server: no new connections or datagrams are taken, in-flight echoes get the stop grace
-    /// period to finish, then what is left is closed. The task completes when every pooled args is back in
-    /// the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
+    /// period to finish, then what is left is closed. A TCP connection reads nothing more, sends back what it has
+    /// read, ends its stream, and drops what the client still sends until the client closes, so that closing it
+    /// resets nothing. The task completes when every pooled args is back in the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
     /// token can still end the grace period.
     /// </summary>
     /// <param name="cancellationToken">Cancelling it ends the grace period at once, whichever call passed it; the
@@ -214,7 +245,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
 
         await StopAsync().ConfigureAwait(false);
-        Pool.Dispose();
+        Volatile.Read(ref _pool)?.Dispose();
         _stopping.Dispose();
         GC.SuppressFinalize(this);
     }
@@ -254,8 +285,18 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
     }
 
-    /// <summary>Creates, binds and starts the socket(s); on failure leaves nothing open.</summary>
+    /// <summary>Creates and binds the socket(s), calls <see cref="CreatePool"/> and starts the loops; on failure leaves
+    /// nothing open.</summary>
     private protected abstract IPEndPoint StartCore();
+
+    /// <summary>Names a pool of this server after its kind and the endpoint the server listens on
+    /// (<c>tcp-echo-args@127.0.0.1:7007</c>), so that the pools of servers in one process are told apart in metrics.</summary>
+    private protected static string PoolName(string kind, IPEndPoint endPoint) => $"{kind}@{endPoint}";
+
+    /// <summary>Creates the args pool, named for <paramref name="endPoint"/>; StartCore calls it once bound, before any loop
+    /// starts. A pool left by a start that failed is disposed.</summary>
+    private protected void CreatePool(IPEndPoint endPoint)
+        => Interlocked.Exchange(ref _pool, new SocketArgsPool(_poolBufferSize, _poolCapacity, PoolName(_poolKind, endPoint)))?.Dispose();
 
     /// <summary>First stop step: take no new work (close the listener, refuse new datagrams).</summary>
     private protected abstract Task StopReceivingAsync();
@@ -358,11 +399,76 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
     }
 
+    /// <summary>Runs <paramref name="loop"/> on the thread pool until it returns; when it throws, the failure is
+    /// logged and counted and the loop starts again after <see cref="RestartDelay"/>, unless the server is stopping.</summary>
+    /// <param name="loop">The loop; it returns when the server stops.</param>
+    /// <param name="operation">Its name in the log line and the metric: <c>accept</c>, <c>receive</c> or <c>sweep</c>.</param>
+    /// <returns>A task that completes when the loop has returned, or failed while the server stops; it never faults.</returns>
+    private protected async Task RunRestartingAsync(Func<Task> loop, string operation)
+    {
+        // Run on the thread pool, not on the caller of StartAsync.
+        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
+        while (true)
+        {
+            try
+            {
+                await loop().ConfigureAwait(false);
+                return;
+            }
+            catch (Exception ex)
+            {
+                if (!OnLoopFailed(ex, operation))
+                {
+                    return;
+                }
+            }
+
+            // The stop cancels the pause.
+            await Task.Delay(RestartDelay, StoppingToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            if (StoppingToken.IsCancellationRequested)
+            {
+                return;
+            }
+
+            CountLoopRestart();
+        }
+    }
+
+    /// <summary>Logs and counts a loop that ended on an unexpected exception.</summary>
+    /// <returns>Whether to start it again after <see cref="RestartDelay"/>: unless the server is stopping.</returns>
+    private protected bool OnLoopFailed(Exception exception, string operation)
+    {
+        bool restart = !StoppingToken.IsCancellationRequested;
+        EchoMetrics.Error(this, operation, EchoMetrics.ErrorType(exception));
+        if (Logger.IsEnabled(LogLevel.Error) && _loopFailures.TryAcquire(out long suppressed))
+        {
+            Logger.LoopFailed(
+                exception,
+                ProtocolName,
+                operation,
+                LocalEndPoint,
+                restart ? $"it starts again in {RestartDelay.TotalMilliseconds} ms" : "the server is stopping",
+                LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        return restart;
+    }
+
+    /// <summary>Counts a loop that starts again after <see cref="OnLoopFailed"/>.</summary>
+    private protected void CountLoopRestart() => Interlocked.Increment(ref _loopRestarts);
+
+    /// <summary>Counts a message (a UDP datagram) echoed in full, with its bytes.</summary>
     private protected void CountEcho(int bytes)
     {
         Interlocked.Increment(ref _messagesEchoed);
         Interlocked.Add(ref _bytesEchoed, bytes);
     }
+
+    /// <summary>Counts bytes of an echo as a send hands them to the kernel (TCP, which may send a message in parts).</summary>
+    private protected void CountBytesEchoed(int bytes) => Interlocked.Add(ref _bytesEchoed, bytes);
+
+    /// <summary>Counts a TCP receive whose bytes have all been sent back (<see cref="CountBytesEchoed"/> counted them).</summary>
+    private protected void CountMessageEchoed() => Interlocked.Increment(ref _messagesEchoed);
 
     private protected void CountDrop() => Interlocked.Increment(ref _drops);
 

@@ -6,7 +6,7 @@ namespace SocketServers;
 /// <param name="PeakConnections">The most TCP connections that were open at once.</param>
 /// <param name="TotalConnections">TCP connections accepted since start.</param>
 /// <param name="MessagesEchoed">TCP receives or UDP datagrams echoed in full.</param>
-/// <param name="BytesEchoed">Bytes sent back.</param>
+/// <param name="BytesEchoed">Bytes sent back: handed to the kernel to send, counted as each send completes.</param>
 /// <param name="Drops">TCP: connections that ended other than by the client's graceful close (reset,
 /// error, idle timeout, eviction, a failed set-up, closed at the end of the stop grace period). UDP: datagrams not echoed
 /// (oversized, from a source port below 1024 unless allowed, failed reply, or still waiting when the server stopped).</param>

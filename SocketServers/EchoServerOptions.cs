@@ -48,8 +48,9 @@ public abstract class EchoServerOptions
     /// <remarks>Where the platform lacks it, starting the server throws <see cref="PlatformNotSupportedException"/>.</remarks>
     public bool ReusePort { get; set; }
 
-    /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish before it closes
-    /// what is left; 5 seconds by default. Zero closes everything at once.</summary>
+    /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish, and TCP clients close
+    /// after the end of the stream, before it closes what is left; 5 seconds by default. Zero closes everything
+    /// at once.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative or longer than a day.</exception>
     public TimeSpan StopGracePeriod
     {

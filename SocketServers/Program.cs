@@ -111,7 +111,7 @@ internal static class Program
 
     private static async Task<int> RunAsync(IHost host, HostSettings settings)
     {
-        // Listening to SIGUSR1 before the servers say they listen: the signal's default action ends the process.
+        // Listening to SIGUSR1 and SIGUSR2 before the servers say they listen: their default action ends the process.
         using var stats = new StatsPrinter(Console.Out, settings.StatsInterval);
         EchoServer[] servers;
         try

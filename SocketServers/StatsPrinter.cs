@@ -7,17 +7,20 @@ namespace SocketServers;
 
 /// <summary>
 /// Prints the servers' metrics (the <c>SocketServers</c> and <c>PoolLib</c> meters) and the managed heap
-/// to standard output: on SIGUSR1 and, if asked, every few seconds.
+/// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.
 /// </summary>
 /// <remarks>
-/// One line per instrument and tag set, then the thread pool's completed work items and, last, the
-/// managed heap, each starting with <c>stats:</c>. Counters
-/// and gauges show their latest value; a histogram shows how many values it recorded and their sum.
+/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collections
+/// so far and, last, the managed heap, each starting with <c>stats:</c>. Counters and gauges show their latest
+/// value; a histogram shows how many values it recorded and their sum. SIGUSR1 and the timer read the heap as it
+/// stands, which costs the servers nothing; SIGUSR2 first runs a full, blocking collection, so that the heap line
+/// shows only what is live, for measurements (it pauses the process for as long as the collection takes).
 /// </remarks>
 internal sealed class StatsPrinter : IDisposable
 {
-    // SIGUSR1 on Linux; PosixSignalRegistration takes a raw signal number cast to PosixSignal.
+    // SIGUSR1 and SIGUSR2 on Linux; PosixSignalRegistration takes a raw signal number cast to PosixSignal.
     private const int SigUsr1 = 10;
+    private const int SigUsr2 = 12;
 
     private static readonly string[] s_meters = ["SocketServers", "PoolLib"];
 
@@ -27,11 +30,12 @@ internal sealed class StatsPrinter : IDisposable
     private readonly SortedDictionary<string, (long Count, double Sum)> _histograms = new(StringComparer.Ordinal);
     private readonly TextWriter _output;
     private readonly PosixSignalRegistration? _sigusr1;
+    private readonly PosixSignalRegistration? _sigusr2;
     private readonly Timer? _timer;
 
     /// <summary>Starts listening to the meters.</summary>
     /// <param name="output">Where the lines go.</param>
-    /// <param name="every">How often to print without a signal; <see langword="null"/> for only on SIGUSR1.</param>
+    /// <param name="every">How often to print without a signal; <see langword="null"/> for only on a signal.</param>
     public StatsPrinter(TextWriter output, TimeSpan? every)
     {
         _output = output;
@@ -51,6 +55,11 @@ internal sealed class StatsPrinter : IDisposable
             _sigusr1 = PosixSignalRegistration.Create((PosixSignal)SigUsr1, context =>
             {
                 context.Cancel = true;
+                Print(collectFirst: false);
+            });
+            _sigusr2 = PosixSignalRegistration.Create((PosixSignal)SigUsr2, context =>
+            {
+                context.Cancel = true;
                 Print(collectFirst: true);
             });
         }
@@ -63,11 +72,12 @@ internal sealed class StatsPrinter : IDisposable
 
     /// <summary>Collects the observable instruments and prints every value seen so far.</summary>
     /// <param name="collectFirst">
-    /// Whether to run a full garbage collection before reading the heap, so that it shows what is live:
-    /// on request (SIGUSR1) yes, on the periodic timer no.
+    /// Whether to run a full, blocking garbage collection first, so that the heap shows what is live: on SIGUSR2
+    /// only, which asks for it.
     /// </param>
     public void Print(bool collectFirst)
     {
+        long heap = GC.GetTotalMemory(collectFirst);
         var text = new StringBuilder();
         using (_lock.EnterScope())
         {
@@ -85,8 +95,11 @@ internal sealed class StatsPrinter : IDisposable
         }
 
         text.Append("stats: process.thread_pool.completed_items ").Append(ThreadPool.CompletedWorkItemCount).Append('\n');
+        text.Append("stats: process.gc.collections gen0 ").Append(GC.CollectionCount(0))
+            .Append(" gen1 ").Append(GC.CollectionCount(1))
+            .Append(" gen2 ").Append(GC.CollectionCount(2)).Append('\n');
         GCMemoryInfo gc = GC.GetGCMemoryInfo();
-        text.Append("stats: process.managed_heap_bytes ").Append(GC.GetTotalMemory(collectFirst))
+        text.Append("stats: process.managed_heap_bytes ").Append(heap)
             .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
         _output.Write(text.ToString());
         _output.Flush();
@@ -96,6 +109,7 @@ internal sealed class StatsPrinter : IDisposable
     {
         _timer?.Dispose();
         _sigusr1?.Dispose();
+        _sigusr2?.Dispose();
         _listener.Dispose();
     }
 

@@ -10,22 +10,21 @@ public sealed partial class TcpEchoServer
 {
     private static readonly TimeSpan s_acceptErrorBackoff = TimeSpan.FromMilliseconds(100);
 
+    /// <summary>Accepts clients until the server stops.</summary>
+    /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool by then.</exception>
     private async Task AcceptLoopAsync(Socket listener)
     {
-        // Run on the thread pool, not on the caller of StartAsync.
-        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
         CancellationToken stopping = StoppingToken;
-        try
+        while (!stopping.IsCancellationRequested)
         {
-            while (!stopping.IsCancellationRequested)
+            SocketError error;
+            PoolSlot<SocketAsyncEventArgs>? slot = null;
+            if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
             {
-                PoolSlot<SocketAsyncEventArgs>? slot = null;
-                if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
-                {
-                    await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
-                    continue;
-                }
-
+                error = await AcceptWhileFullAsync(listener, stopping).ConfigureAwait(false);
+            }
+            else
+            {
                 // At MaxConnections this waits until a connection ends; the backlog holds new clients.
                 slot ??= await TakeSlotUnlessStoppingAsync().ConfigureAwait(false);
                 if (slot is null)
@@ -33,67 +32,67 @@ public sealed partial class TcpEchoServer
                     break;
                 }
 
-                var args = (PooledSocketArgs)slot.Object;
-                SocketError error;
-                try
-                {
-                    // No buffer: an accept with one would also wait for the client's first bytes.
-                    args.AcceptSocket = null;
-                    args.SetBuffer(null, 0, 0);
-                    await args.AcceptAsync(listener).ConfigureAwait(false);
-                    error = args.SocketError;
-                }
-                catch (ObjectDisposedException)
-                {
-                    error = SocketError.OperationAborted;
-                }
-                catch
-                {
-                    Pool.Release(slot);
-                    throw;
-                }
+                error = await AcceptAsync(listener, slot).ConfigureAwait(false);
+            }
 
-                if (error == SocketError.Success)
-                {
-                    Socket accepted = args.AcceptSocket!;
-                    args.AcceptSocket = null;
-                    StartConnection(slot, args, accepted);
-                    continue;
-                }
-
-                Pool.Release(slot);
-                if (stopping.IsCancellationRequested || error == SocketError.OperationAborted)
-                {
-                    break;
-                }
-
-                if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
-                {
-                    Logger.AcceptClientLeft(LocalEndPoint, error);
-                    continue;
-                }
-
-                // For example too many open files: wait a little instead of spinning.
-                if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
-                {
-                    Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
-                }
-
-                await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
+            {
+                break;
             }
         }
-        catch (Exception ex)
+    }
+
+    /// <summary>Accepts the next client on <paramref name="slot"/>'s args and starts its connection.</summary>
+    /// <returns>How the accept went; on failure the slot is back in the pool.</returns>
+    private async ValueTask<SocketError> AcceptAsync(Socket listener, PoolSlot<SocketAsyncEventArgs> slot)
+    {
+        var args = (PooledSocketArgs)slot.Object;
+        SocketError error = BeforeAccept?.Invoke() ?? SocketError.Success;
+        try
         {
-            Logger.AcceptLoopFailed(ex, LocalEndPoint);
+            if (error == SocketError.Success)
+            {
+                // No buffer: an accept with one would also wait for the client's first bytes.
+                args.AcceptSocket = null;
+                args.SetBuffer(null, 0, 0);
+                await args.AcceptAsync(listener).ConfigureAwait(false);
+                error = args.SocketError;
+            }
         }
+        catch (ObjectDisposedException)
+        {
+            error = SocketError.OperationAborted;
+        }
+        catch
+        {
+            Pool.Release(slot);
+            throw;
+        }
+
+        if (error != SocketError.Success)
+        {
+            Pool.Release(slot);
+            return error;
+        }
+
+        Socket accepted = args.AcceptSocket!;
+        args.AcceptSocket = null;
+        StartConnection(slot, args, accepted);
+        return SocketError.Success;
     }
 
     /// <summary>
     /// With <see cref="TcpEchoServerOptions.RejectWhenFull"/>, at the connection limit: accepts the next
     /// client without an args, and serves it if a connection ended meanwhile, or closes it at once.
     /// </summary>
-    private async Task AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
+    /// <returns>How the accept went.</returns>
+    private async ValueTask<SocketError> AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
     {
+        if (BeforeAccept?.Invoke() is { } injected and not SocketError.Success)
+        {
+            return injected;
+        }
+
         Socket accepted;
         try
         {
@@ -101,34 +100,64 @@ public sealed partial class TcpEchoServer
         }
         catch (Exception ex) when (ex is OperationCanceledException or ObjectDisposedException)
         {
-            return;
+            return SocketError.OperationAborted;
         }
         catch (SocketException ex)
         {
-            Logger.AcceptWhileFullFailed(LocalEndPoint, ex.SocketErrorCode);
-            return;
+            return ex.SocketErrorCode;
         }
 
         if (Pool.TryTakeSlot(out PoolSlot<SocketAsyncEventArgs>? slot))
         {
             StartConnection(slot, (PooledSocketArgs)slot.Object, accepted);
-            return;
+        }
+        else
+        {
+            Reject(accepted, "the server is at its connection limit");
         }
 
-        Reject(accepted, "the server is at its connection limit");
+        return SocketError.Success;
+    }
+
+    /// <summary>Handles an accept that failed: a client that left is skipped; any other failure is logged and
+    /// followed by a pause, since the listener stays readable while a client waits and an accept retried at once
+    /// would fail at once (out of file descriptors, for example).</summary>
+    /// <returns>Whether to accept again: not once the server stops.</returns>
+    private async ValueTask<bool> OnAcceptFailedAsync(SocketError error, CancellationToken stopping)
+    {
+        if (stopping.IsCancellationRequested || error == SocketError.OperationAborted)
+        {
+            return false;
+        }
+
+        if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
+        {
+            Logger.AcceptClientLeft(LocalEndPoint, error);
+            return true;
+        }
+
+        EchoMetrics.Error(this, "accept", error.ToString());
+        if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
+        {
+            Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
+        }
+
+        await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+        return !stopping.IsCancellationRequested;
     }
 
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
     private void Reject(Socket socket, string why)
     {
-        if (Logger.IsEnabled(LogLevel.Debug))
-        {
-            Logger.ClientRejected(RemoteEndPointOrNull(socket), why);
-        }
+        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? RemoteEndPointOrNull(socket) : null;
 
-        // Counted first: the client sees the close as soon as it happens.
+        // Counted first: the client sees the close as soon as it happens. Closed before the line is logged, which may fail.
         CountRejected();
         socket.Dispose();
+        if (client is not null)
+        {
+            Logger.ClientRejected(client, why);
+        }
     }
 
     private static EndPoint? RemoteEndPointOrNull(Socket socket)
@@ -196,6 +225,13 @@ public sealed partial class TcpEchoServer
     /// <summary>Runs on each accepted socket before its connection is set up; for tests that make the set-up fail.</summary>
     internal Action<Socket>? BeforeConnectionSetup { get; set; }
 
+    /// <summary>A fault to inject, for tests: runs before each accept. A result other than <see cref="SocketError.Success"/>
+    /// stands for the accept's own, which is then not made.</summary>
+    internal Func<SocketError>? BeforeAccept { get; set; }
+
+    /// <summary>Runs at the start of each sweep over the connections; for tests that make the sweep fail.</summary>
+    internal Action? BeforeSweep { get; set; }
+
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
         Connection connection;
@@ -232,6 +268,7 @@ public sealed partial class TcpEchoServer
     /// client waits in the backlog, evicts the quietest of those below the minimum data rate. No timer per
     /// connection, and nothing per message but a timestamp and a byte count.
     /// </summary>
+    /// <exception cref="Exception">Anything unexpected.</exception>
     private async Task SweepConnectionsAsync()
     {
         bool closesIdle = _idleTimeout != Timeout.InfiniteTimeSpan;
@@ -251,6 +288,7 @@ public sealed partial class TcpEchoServer
             using var timer = new PeriodicTimer(TimeSpan.FromTicks(period));
             while (await timer.WaitForNextTickAsync(StoppingToken).ConfigureAwait(false))
             {
+                BeforeSweep?.Invoke();
                 long now = Environment.TickCount64;
                 Connection? quietestSlow = null;
                 foreach (var (connection, _) in _connections)
@@ -276,10 +314,6 @@ public sealed partial class TcpEchoServer
         catch (OperationCanceledException)
         {
             // Stopping.
-        }
-        catch (Exception ex)
-        {
-            Logger.SweepFailed(ex, LocalEndPoint);
         }
     }
 }

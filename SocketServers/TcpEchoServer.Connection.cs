@@ -9,9 +9,21 @@ namespace SocketServers;
 public sealed partial class TcpEchoServer
 {
     /// <summary>One accepted connection: its socket, its pooled args and its receive/send loop.</summary>
-    /// <remarks>The loop owns the socket and the args; other threads (the idle sweep, the stop) only shut
-    /// the socket down or dispose it, which makes a pending operation complete. The args goes back to the
-    /// pool only after the loop has seen its last operation complete.</remarks>
+    /// <remarks>
+    /// <para>
+    /// The loop owns the socket and the args; other threads (the idle sweep, the stop) only shut the socket down
+    /// or dispose it, which makes a pending operation complete. The args goes back to the pool only after the loop
+    /// has seen its last operation complete.
+    /// </para>
+    /// <para>
+    /// A graceful stop reads nothing more, sends what was read, ends the stream (shuts down the send side), then
+    /// reads and drops what the client still sends until it closes: closing with unread input would reset the
+    /// connection, and a reset destroys the echoes the client has not read yet. Who ends the stream is decided by a
+    /// handshake on <see cref="_phase"/>: the loop publishes <see cref="Waiting"/> and then reads the stop request;
+    /// the stop publishes its request and then moves <see cref="Waiting"/> to <see cref="Ended"/>; each with a full
+    /// fence, so at least one sees the other, and the one compare-and-swap that wins shuts the send side down.
+    /// </para>
+    /// </remarks>
     private sealed class Connection : IThreadPoolWorkItem
     {
         private const int NoCloseRequest = 0;
@@ -19,6 +31,12 @@ public sealed partial class TcpEchoServer
         private const int IdleClose = 2;
         private const int Aborted = 3;
         private const int Evicted = 4;
+
+        // _phase: echoing what it reads (the loop sees a stop before its next read); waiting for data with nothing
+        // owed (the stop may end the stream itself); the stream ended for the stop, input discarded.
+        private const int Echoing = 0;
+        private const int Waiting = 1;
+        private const int Ended = 2;
 
         private readonly TcpEchoServer _server;
         private readonly PooledSocketArgs _args;
@@ -38,11 +56,15 @@ public sealed partial class TcpEchoServer
         // The sweep's alone: the current rate window, and whether the last complete one was below the minimum rate.
         private long _windowStart;
         private long _windowStartBytes;
-        private bool _slow;
+        private bool _lastWindowSlow;
 
         // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle
         // sweep or abort sets it (Aborted overrides the others).
         private int _closeRequest;
+
+        // Echoing, Waiting or Ended. Only the loop moves Echoing to Waiting and back; Waiting to Ended, by the loop
+        // or the stop, happens once and is final.
+        private int _phase;
 
         public Connection(TcpEchoServer server, PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, long id)
         {
@@ -67,12 +89,16 @@ public sealed partial class TcpEchoServer
 
         public void Execute() => _ = RunAsync();
 
-        /// <summary>Stop: no more input is wanted; what was received is still echoed, then the connection closes.</summary>
-        public void StopReceiving()
+        /// <summary>Stop: nothing more is read; what was read is still echoed, then the stream ends and the connection
+        /// closes when the client does (or when the grace period ends).</summary>
+        public void StopGracefully()
         {
-            if (Interlocked.CompareExchange(ref _closeRequest, StopRequested, NoCloseRequest) == NoCloseRequest)
+            if (Interlocked.CompareExchange(ref _closeRequest, StopRequested, NoCloseRequest) == NoCloseRequest
+                && Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
             {
-                Shutdown(SocketShutdown.Receive);
+                // The loop waits for data and owes nothing: end the stream now. The client's close, or its next
+                // data, wakes the loop, which then discards what comes.
+                Shutdown(SocketShutdown.Send);
             }
         }
 
@@ -85,22 +111,26 @@ public sealed partial class TcpEchoServer
         }
 
         /// <summary>
-        /// Sweep only: closes the current rate window if <paramref name="windowMs"/> has passed, and says
-        /// whether the connection received less than <paramref name="minDataRate"/> bytes a second over the
-        /// last complete window (a connection younger than one window never has).
+        /// Sweep only: closes the current rate window if <paramref name="windowMs"/> has passed, and says whether the
+        /// connection received less than <paramref name="minDataRate"/> bytes a second both over the last complete
+        /// window and since it ended (a connection younger than one window never has).
         /// </summary>
+        /// <remarks>The second condition is what the connection does now: one that was quiet for a window and streams
+        /// since is not slow, however its last window went.</remarks>
         public bool IsSlow(long now, long windowMs, int minDataRate)
         {
+            long bytes = Volatile.Read(ref _bytesReceived);
             long elapsed = now - _windowStart;
             if (elapsed >= windowMs)
             {
-                long bytes = Volatile.Read(ref _bytesReceived);
-                _slow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
+                _lastWindowSlow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
                 _windowStart = now;
                 _windowStartBytes = bytes;
+                elapsed = 0;
             }
 
-            return _slow;
+            // Over at least a millisecond: a window that has just begun has received nothing yet.
+            return _lastWindowSlow && (bytes - _windowStartBytes) * 1000 < (long)minDataRate * Math.Max(elapsed, 1);
         }
 
         /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
@@ -126,10 +156,15 @@ public sealed partial class TcpEchoServer
             SocketError error = SocketError.Success;
             try
             {
-                Pool<byte[]> buffers = _server._buffers;
-                bool open = true;
-                while (open)
+                Pool<byte[]> buffers = _server._buffers!;
+                while (true)
                 {
+                    if (!EnterWaiting())
+                    {
+                        error = await DiscardUntilEndAsync().ConfigureAwait(false);
+                        break;
+                    }
+
                     // Wait for data with no buffer (a zero-byte receive): an idle connection holds none.
                     _args.SetBuffer(null, 0, 0);
                     await _args.ReceiveAsync(_socket).ConfigureAwait(false);
@@ -139,8 +174,16 @@ public sealed partial class TcpEchoServer
                         break;
                     }
 
+                    if (Interlocked.CompareExchange(ref _phase, Echoing, Waiting) != Waiting)
+                    {
+                        // The stop ended the stream while this waited: what came since is not owed.
+                        error = await DiscardUntilEndAsync().ConfigureAwait(false);
+                        break;
+                    }
+
                     // Never waits: a connection holds at most one buffer, and there are as many as connections.
                     PoolSlot<byte[]> buffer = buffers.TakeSlot();
+                    bool open;
                     try
                     {
                         (open, error) = await EchoWhileDataAsync(buffer.Object).ConfigureAwait(false);
@@ -149,6 +192,11 @@ public sealed partial class TcpEchoServer
                     {
                         _args.SetBuffer(null, 0, 0);
                         buffers.Release(buffer);
+                    }
+
+                    if (!open)
+                    {
+                        break;
                     }
                 }
             }
@@ -170,19 +218,39 @@ public sealed partial class TcpEchoServer
             }
         }
 
+        /// <summary>Publishes that the loop is about to wait for data, owing nothing, then looks for a stop (see the
+        /// remarks on the class): if there is one, ends the stream unless the stop just did.</summary>
+        /// <returns>Whether to wait for data; <see langword="false"/> once the stream is ended.</returns>
+        private bool EnterWaiting()
+        {
+            Interlocked.Exchange(ref _phase, Waiting);
+            if (Volatile.Read(ref _closeRequest) != StopRequested)
+            {
+                return true;
+            }
+
+            if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
+            {
+                Shutdown(SocketShutdown.Send);
+            }
+
+            return false;
+        }
+
         /// <summary>
         /// Takes what has arrived into <paramref name="buffer"/> and echoes it, for as long as each read
         /// fills the buffer (more is likely waiting); returns when nothing more is there, at end of
-        /// stream or on an error.
+        /// stream, on an error, or before the first read after a stop began.
         /// </summary>
         /// <returns>Whether the connection is still open, and the last socket error.</returns>
         /// <remarks>
         /// The reads never wait: a zero-byte receive can report data that is gone or never came (its
         /// readiness can be stale), and a read that waited would hold the buffer while the connection idles.
+        /// Bytes count as echoed as each send hands them to the kernel.
         /// </remarks>
         private async ValueTask<(bool Open, SocketError Error)> EchoWhileDataAsync(byte[] buffer)
         {
-            while (true)
+            while (Volatile.Read(ref _closeRequest) != StopRequested)
             {
                 int received = _socket.Receive(buffer, SocketFlags.None, out SocketError error);
                 if (error == SocketError.WouldBlock)
@@ -210,10 +278,11 @@ public sealed partial class TcpEchoServer
                     }
 
                     sent += _args.BytesTransferred;
+                    _server.CountBytesEchoed(_args.BytesTransferred);
                     Volatile.Write(ref _lastActivity, Environment.TickCount64);
                 }
 
-                _server.CountEcho(received);
+                _server.CountMessageEchoed();
                 _server.Logger.ConnectionEchoed(_id, received);
 
                 if (received < buffer.Length)
@@ -221,15 +290,74 @@ public sealed partial class TcpEchoServer
                     return (true, SocketError.Success);
                 }
             }
+
+            // Stopping: stop reading; back in the loop, the stream ends.
+            return (true, SocketError.Success);
+        }
+
+        /// <summary>After the stream has ended for a stop: reads and drops what the client still sends, until it closes
+        /// (or the end of the grace period closes the socket).</summary>
+        /// <returns><see cref="SocketError.Success"/> at the client's end of stream, else the error.</returns>
+        private async ValueTask<SocketError> DiscardUntilEndAsync()
+        {
+            Pool<byte[]> buffers = _server._buffers!;
+            while (true)
+            {
+                _args.SetBuffer(null, 0, 0);
+                await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+                if (_args.SocketError != SocketError.Success)
+                {
+                    return _args.SocketError;
+                }
+
+                PoolSlot<byte[]> buffer = buffers.TakeSlot();
+                try
+                {
+                    while (true)
+                    {
+                        int received = _socket.Receive(buffer.Object, SocketFlags.None, out SocketError error);
+                        if (error == SocketError.WouldBlock)
+                        {
+                            break;
+                        }
+
+                        if (error != SocketError.Success || received == 0)
+                        {
+                            return error;
+                        }
+                    }
+                }
+                finally
+                {
+                    buffers.Release(buffer);
+                }
+            }
         }
 
         private void Close(SocketError error)
+        {
+            try
+            {
+                ReportEnd(error);
+            }
+            finally
+            {
+                // Whatever the log line did (a logger may throw), the socket closes and the args goes back.
+                _socket.Dispose();
+                EchoMetrics.ConnectionClosed(_server, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
+                _server.OnConnectionClosed(this);
+            }
+        }
+
+        /// <summary>Ends a graceful close with end of stream to the client, counts any other close as a drop, and logs
+        /// how the connection ended.</summary>
+        private void ReportEnd(SocketError error)
         {
             int request = Volatile.Read(ref _closeRequest);
             bool graceful = error == SocketError.Success && request is not (IdleClose or Evicted);
             if (graceful)
             {
-                // End of stream from the client (or the stop): all it sent has been echoed; say we are done too.
+                // End of stream from the client: all it sent has been echoed (or, stopping, dropped); say we are done too.
                 Shutdown(SocketShutdown.Send);
                 _server.Logger.ConnectionClosed(_id, _remoteEndPoint);
             }
@@ -261,10 +389,6 @@ public sealed partial class TcpEchoServer
                     }
                 }
             }
-
-            _socket.Dispose();
-            EchoMetrics.ConnectionClosed(_server, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
-            _server.OnConnectionClosed(this);
         }
 
         private void Shutdown(SocketShutdown how)

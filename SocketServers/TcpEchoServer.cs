@@ -21,9 +21,15 @@ namespace SocketServers;
 /// operations that complete synchronously continue the same loop, never a nested call.
 /// </para>
 /// <para>
-/// A client's half-close (<c>Shutdown(Send)</c>) gets every byte echoed, then end of stream. Resets are
+/// A client's half-close (<c>Shutdown(Send)</c>) gets every byte echoed, then end of stream. A stop ends each
+/// connection's stream after the echo of what it has read, and closes the connection when the client does, so
+/// that the client reads every echoed byte. Resets are
 /// logged at Debug. A connection that neither receives nor sends for
 /// <see cref="TcpEchoServerOptions.IdleTimeout"/> is closed by one periodic sweep.
+/// </para>
+/// <para>
+/// An accept that fails is logged and tried again after a short pause. The accept loop and the sweep, if they throw,
+/// are logged at Error, counted in the <c>echo.errors</c> metric and started again after the same pause.
 /// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
@@ -56,8 +62,8 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly ConcurrentDictionary<IPAddress, int> _connectionsPerAddress = new();
 
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
-    // so a take never waits, and idle ones go back to the GC after a while.
-    private readonly Pool<byte[]> _buffers;
+    // so a take never waits, and idle ones go back to the GC after a while. Created by StartCore, named for the endpoint.
+    private Pool<byte[]>? _buffers;
 
     // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
     private readonly ConcurrentDictionary<Connection, byte> _connections = new();
@@ -95,12 +101,9 @@ public sealed partial class TcpEchoServer : EchoServer
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolName: "tcp-echo-args", logger)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: "tcp-echo-args", logger)
     {
-        int bufferSize = _bufferSize = options.BufferSize;
-        _buffers = PoolLib.Pool.Create(
-            new PoolOptions { MaxCapacity = options.MaxConnections, Name = "tcp-echo-buffers", IdleTimeout = s_bufferIdleTimeout },
-            () => GC.AllocateArray<byte>(bufferSize, pinned: true));
+        _bufferSize = options.BufferSize;
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
@@ -118,11 +121,16 @@ public sealed partial class TcpEchoServer : EchoServer
     {
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
+        CreatePool(bound);
+        int bufferSize = _bufferSize;
+        _buffers = PoolLib.Pool.Create(
+            new PoolOptions { MaxCapacity = _maxConnections, Name = PoolName("tcp-echo-buffers", bound), IdleTimeout = s_bufferIdleTimeout },
+            () => GC.AllocateArray<byte>(bufferSize, pinned: true));
         _listener = listener;
-        _acceptLoop = AcceptLoopAsync(listener);
+        _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
         if (_idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0)
         {
-            _sweep = SweepConnectionsAsync();
+            _sweep = RunRestartingAsync(SweepConnectionsAsync, "sweep");
         }
 
         Logger.TcpListening(
@@ -145,7 +153,7 @@ public sealed partial class TcpEchoServer : EchoServer
         Interlocked.Exchange(ref _draining, 1);
         foreach (var (connection, _) in _connections)
         {
-            connection.StopReceiving();
+            connection.StopGracefully();
         }
 
         int open = OpenConnections;
@@ -195,12 +203,12 @@ public sealed partial class TcpEchoServer : EchoServer
     }
 
     /// <summary>Gets how many receive buffers connections hold right now; for tests that check idle connections hold none.</summary>
-    internal int BuffersInUse => _buffers.TotalCount - _buffers.AvailableCount;
+    internal int BuffersInUse => _buffers is { } buffers ? buffers.TotalCount - buffers.AvailableCount : 0;
 
     private protected override Task CloseAsync()
     {
         Logger.TcpStopped(LocalEndPoint, Counters);
-        _buffers.Dispose();
+        _buffers?.Dispose();
         return Task.CompletedTask;
     }
 

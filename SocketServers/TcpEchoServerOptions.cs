@@ -64,7 +64,8 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     /// <summary>The data rate, in bytes received per second, that keeps a connection safe from eviction:
     /// when every one of <see cref="MaxConnections"/> is taken and a new client waits in the backlog, the
     /// server closes the connection that has been quiet longest among those that received less than this
-    /// over their last <see cref="SlowConnectionWindow"/>. 1024 by default; 0 never evicts.</summary>
+    /// both over their last complete <see cref="SlowConnectionWindow"/> and since it ended, so a connection
+    /// that receives at least this much now is never closed for this. 1024 by default; 0 never evicts.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     public int MinDataRate
     {

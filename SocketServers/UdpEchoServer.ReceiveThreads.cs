@@ -73,7 +73,7 @@ public sealed partial class UdpEchoServer
     }
 
     /// <summary>The body of a receive thread: runs <see cref="ReceiveAndReply"/> until the server stops, again
-    /// after <see cref="ReceiveRestartDelay"/> when it fails.</summary>
+    /// after <see cref="EchoServer.RestartDelay"/> when it fails.</summary>
     private void RunReceiveThread(Socket socket)
     {
         while (true)
@@ -86,13 +86,13 @@ public sealed partial class UdpEchoServer
             catch (Exception ex)
             {
                 // The stop sets the token's wait handle, so it never waits for the pause to end.
-                if (!OnReceiveLoopFailed(ex) || StoppingToken.WaitHandle.WaitOne(ReceiveRestartDelay))
+                if (!OnLoopFailed(ex, "receive") || StoppingToken.WaitHandle.WaitOne(RestartDelay))
                 {
                     return;
                 }
             }
 
-            CountReceiveLoopRestart();
+            CountLoopRestart();
         }
     }
 
@@ -117,8 +117,13 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                BeforeReceive?.Invoke();
-                SocketError error = Receive(socket, args.OwnBuffer, sender, out int length);
+                int length = 0;
+                SocketError error = BeforeReceive?.Invoke() ?? SocketError.Success;
+                if (error == SocketError.Success)
+                {
+                    error = Receive(socket, args.OwnBuffer, sender, out length);
+                }
+
                 if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
                 {
                     // Woken by the stop's shutdown, not by a datagram.

@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Dataflow;
+using Microsoft.Extensions.Logging;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -52,7 +53,8 @@ public sealed partial class UdpEchoServer
         var loops = new Task[_concurrentReceives];
         for (int i = 0; i < loops.Length; i++)
         {
-            loops[i] = ReceiveLoopAsync(socket, _replies);
+            ActionBlock<PooledSocketArgs> replies = _replies;
+            loops[i] = RunRestartingAsync(() => ReceiveAndHandOverAsync(socket, replies), "receive");
         }
 
         return loops;
@@ -68,38 +70,6 @@ public sealed partial class UdpEchoServer
 
     // The receive loops and the reply block are done: nobody waits on or sets the event any more.
     private void DisposeReplyBlock() => _datagramQueued.Dispose();
-
-    /// <summary>One of the outstanding receives: runs <see cref="ReceiveAndHandOverAsync"/> until the server stops,
-    /// again after <see cref="ReceiveRestartDelay"/> when it fails.</summary>
-    private async Task ReceiveLoopAsync(Socket socket, ActionBlock<PooledSocketArgs> replies)
-    {
-        // Run on the thread pool, not on the caller of StartAsync.
-        await Task.CompletedTask.ConfigureAwait(ConfigureAwaitOptions.ForceYielding);
-        while (true)
-        {
-            try
-            {
-                await ReceiveAndHandOverAsync(socket, replies).ConfigureAwait(false);
-                return;
-            }
-            catch (Exception ex)
-            {
-                if (!OnReceiveLoopFailed(ex))
-                {
-                    return;
-                }
-            }
-
-            // The stop cancels the pause.
-            await Task.Delay(ReceiveRestartDelay, StoppingToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
-            if (StoppingToken.IsCancellationRequested)
-            {
-                return;
-            }
-
-            CountReceiveLoopRestart();
-        }
-    }
 
     /// <summary>The receive loop: receives datagrams and hands them to the reply block until the server stops.</summary>
     /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool or in the block by then.</exception>
@@ -118,19 +88,20 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                BeforeReceive?.Invoke();
-
-                // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
-                args.RemoteEndPoint = args.SenderEndPoint(family);
-                SocketError error;
-                try
+                SocketError error = BeforeReceive?.Invoke() ?? SocketError.Success;
+                if (error == SocketError.Success)
                 {
-                    await args.ReceiveFromAsync(socket).ConfigureAwait(false);
-                    error = args.SocketError;
-                }
-                catch (ObjectDisposedException)
-                {
-                    error = SocketError.OperationAborted;
+                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+                    args.RemoteEndPoint = args.SenderEndPoint(family);
+                    try
+                    {
+                        await args.ReceiveFromAsync(socket).ConfigureAwait(false);
+                        error = args.SocketError;
+                    }
+                    catch (ObjectDisposedException)
+                    {
+                        error = SocketError.OperationAborted;
+                    }
                 }
 
                 if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
@@ -190,12 +161,40 @@ public sealed partial class UdpEchoServer
         }
     }
 
-    /// <summary>The reply block's action: sends the datagram back from its own buffer and releases the args.</summary>
+    /// <summary>The reply block's action: sends the datagram back from its own buffer and releases the args. It never
+    /// throws: an exception out of the action would fault the block, which would then decline every later datagram.</summary>
     private void Reply(PooledSocketArgs args)
     {
-        int length = args.BytesTransferred;
-        EndReply(args, length, TrySend(args, length));
+        try
+        {
+            int length = args.BytesTransferred;
+            EndReply(args, length, TrySend(args, length));
+        }
+        catch (Exception ex)
+        {
+            OnReplyFaulted(ex);
+        }
+
         WaitForNextDatagram();
+    }
+
+    /// <summary>Counts and logs an exception out of a reply (the args is back in the pool by then, see
+    /// <see cref="EndReply"/>); a logger that fails here too is ignored, so that the block goes on.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void OnReplyFaulted(Exception exception)
+    {
+        EchoMetrics.Error(this, "reply", EchoMetrics.ErrorType(exception));
+        try
+        {
+            if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
+            {
+                Logger.ReplyFaulted(exception, LocalEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+            }
+        }
+        catch (Exception)
+        {
+            // The logger failed as well: the metric has counted the fault.
+        }
     }
 
     /// <summary>

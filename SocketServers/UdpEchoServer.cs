@@ -37,9 +37,11 @@ namespace SocketServers;
 /// logged at Debug and receiving goes on.
 /// </para>
 /// <para>
-/// A receive loop (or thread) that fails on an unexpected exception is logged at Error and started again after a
-/// short pause, unless the server is stopping, so the server keeps
-/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives; a stop ends the pause at once.
+/// A receive that fails with an unexpected error, and a receive loop (or thread) that throws, are logged at Error,
+/// counted in the <c>echo.errors</c> metric, and the loop starts again after a short pause, unless the server is
+/// stopping: a failure that persists is not a busy loop, and the server keeps
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> receives. A stop ends the pause at once. With
+/// <see cref="UdpProcessing.ReplyBlock"/>, a reply that throws is logged and counted, and the replies go on.
 /// </para>
 /// <para>
 /// In steady state an echoed datagram allocates nothing: each args keeps the endpoint that receives report the
@@ -68,12 +70,8 @@ public sealed partial class UdpEchoServer : EchoServer
     // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
     private readonly LogRateLimiter _oversizedWarnings = new();
     private readonly LogRateLimiter _privilegedPortWarnings = new();
-    private readonly LogRateLimiter _receiveWarnings = new();
     private readonly LogRateLimiter _replyWarnings = new();
-    private readonly LogRateLimiter _receiveLoopErrors = new();
-
-    // Receive loops (or threads) started again after an unexpected exception; written with Interlocked.
-    private long _receiveLoopRestarts;
+    private readonly LogRateLimiter _replyFaults = new();
 
     private Socket? _socket;
 
@@ -108,7 +106,7 @@ public sealed partial class UdpEchoServer : EchoServer
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
                 ? options.MaxPendingDatagrams + options.ConcurrentReceives
                 : options.ConcurrentReceives,
-            poolName: "udp-echo-args",
+            poolKind: "udp-echo-args",
             logger)
     {
         _endPoint = options.EndPoint;
@@ -122,23 +120,17 @@ public sealed partial class UdpEchoServer : EchoServer
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Udp;
 
-    /// <summary>Receive loops (or threads) started again after an unexpected exception, since start.</summary>
-    internal long ReceiveLoopRestarts => Interlocked.Read(ref _receiveLoopRestarts);
-
-    /// <summary>How long a receive loop that failed waits before it starts again; a stop ends the wait at once.
-    /// Long enough that a fault that recurs at once is not a busy loop, short enough that one datagram that
-    /// trips a fault costs little service. Settable before <see cref="EchoServer.StartAsync"/>, for tests.</summary>
-    internal TimeSpan ReceiveRestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
-
     /// <summary>A fault to inject, for tests: runs on the receiving thread before each receive, with the receive's
-    /// args taken, and what it throws is an unexpected exception of the receive loop. Set before
+    /// args taken. A result other than <see cref="SocketError.Success"/> stands for the receive's own, which is then
+    /// not made; what it throws is an unexpected exception of the receive loop. Set before
     /// <see cref="EchoServer.StartAsync"/>.</summary>
-    internal Action? BeforeReceive { get; set; }
+    internal Func<SocketError>? BeforeReceive { get; set; }
 
     private protected override IPEndPoint StartCore()
     {
         Socket socket = BindSocket(_endPoint);
         var bound = (IPEndPoint)socket.LocalEndPoint!;
+        CreatePool(bound);
         _socket = socket;
         try
         {
@@ -193,26 +185,6 @@ public sealed partial class UdpEchoServer : EchoServer
         Logger.UdpStopped(LocalEndPoint, Counters);
     }
 
-    /// <summary>Logs a receive loop (or thread) that ended on an unexpected exception.</summary>
-    /// <returns>Whether to start it again after <see cref="ReceiveRestartDelay"/>: unless the server is stopping.</returns>
-    private bool OnReceiveLoopFailed(Exception exception)
-    {
-        bool restart = !StoppingToken.IsCancellationRequested;
-        if (Logger.IsEnabled(LogLevel.Error) && _receiveLoopErrors.TryAcquire(out long suppressed))
-        {
-            Logger.ReceiveLoopFailed(
-                exception,
-                LocalEndPoint,
-                restart ? $"it starts again in {ReceiveRestartDelay.TotalMilliseconds} ms" : "the server is stopping",
-                LogRateLimiter.SuppressedNote(suppressed));
-        }
-
-        return restart;
-    }
-
-    /// <summary>Counts a receive loop that starts again after <see cref="OnReceiveLoopFailed"/>.</summary>
-    private void CountReceiveLoopRestart() => Interlocked.Increment(ref _receiveLoopRestarts);
-
     /// <returns>Whether the datagram in <paramref name="args"/> may be answered: not when it comes from a source
     /// port below <see cref="_firstAnsweredPort"/>, which is counted as a drop and logged.</returns>
     private bool IsFromAnsweredPort(PooledSocketArgs args)
@@ -232,6 +204,7 @@ public sealed partial class UdpEchoServer : EchoServer
     }
 
     /// <returns>Whether the receive loop (or thread) goes on.</returns>
+    /// <exception cref="SocketException">An unexpected error, while the server runs.</exception>
     private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)
     {
         switch (error)
@@ -259,17 +232,16 @@ public sealed partial class UdpEchoServer : EchoServer
                 }
                 return true;
             case SocketError.OperationAborted:
-            case SocketError.Interrupted:
                 return false;
             default:
-                if (Logger.IsEnabled(LogLevel.Warning) && _receiveWarnings.TryAcquire(out long suppressed))
+                if (StoppingToken.IsCancellationRequested)
                 {
-                    Logger.ReceiveFailed(
-                        LocalEndPoint,
-                        error,
-                        LogRateLimiter.SuppressedNote(suppressed));
+                    return false;
                 }
-                return !StoppingToken.IsCancellationRequested;
+
+                // The socket itself failing: retried at once, it would likely fail at once again, for ever. End the
+                // loop as an unexpected exception does, which is logged and counted and starts it again after a pause.
+                throw new SocketException((int)error);
         }
     }
 

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -28,12 +29,17 @@ public sealed class EchoServerHostingTests
         builder.Services.AddTcpEchoServer(builder.Configuration.GetSection("Echo:Tcp"));
         builder.Services.AddUdpEchoServer(options => options.Port = 0);
         using IHost host = builder.Build();
+        using var poolCaps = new MetricCollector<long>(null, "PoolLib", "pool.objects.max");
 
         await host.StartAsync(cancellationToken);
         TcpEchoServer tcp = host.Services.GetRequiredService<TcpEchoServer>();
         UdpEchoServer udp = host.Services.GetRequiredService<UdpEchoServer>();
         Assert.That((tcp.IsRunning, udp.IsRunning), Is.EqualTo((true, true)));
-        Assert.That(tcp.Counters.PoolTotalCount, Is.LessThanOrEqualTo(10));
+        poolCaps.RecordObservableInstruments();
+        Assert.That(
+            poolCaps.GetMeasurementSnapshot().Where(cap => Equals(cap.Tags["pool.name"], $"tcp-echo-args@{tcp.LocalEndPoint}")).Select(cap => cap.Value),
+            Is.Not.Empty.And.All.EqualTo(10),
+            "the configured MaxConnections is the TCP server's cap");
         await SocketTestExtensions.AssertEchoesAsync(tcp.LocalEndPoint!, 100, cancellationToken);
         await AssertUdpEchoesAsync(udp.LocalEndPoint!, cancellationToken);
         await host.StopAsync(cancellationToken);

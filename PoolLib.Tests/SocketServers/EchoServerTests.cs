@@ -9,18 +9,33 @@ namespace PoolLib.Tests.SocketServers;
 // (every interface, port 0), the only way to prove that IPv4 and IPv6 clients share one socket.
 public sealed class EchoServerTests
 {
-    // Two servers in one process: each args pool has a name of its own, so its pool metrics are not mixed with the other's.
+    // Two servers of each kind in one process: each pool is named after its server and the endpoint it listens on, so
+    // the PoolLib meter reports every pool under a name of its own and no cap hides another.
     [Test]
-    public async Task Constructor_TcpAndUdp_ArgsPoolsReportTheirCapsUnderTheirOwnNames()
+    [CancelAfter(10_000)]
+    public async Task StartAsync_TwoServersOfEachKind_EachPoolReportsItsCapUnderItsOwnName(CancellationToken cancellationToken)
     {
         using var max = new MetricCollector<long>(null, "PoolLib", "pool.objects.max");
         await using var tcp = new TcpEchoServer(new TcpEchoServerOptions { Port = 0, MaxConnections = 7 });
+        await using var otherTcp = new TcpEchoServer(new TcpEchoServerOptions { Port = 0, MaxConnections = 8 });
         await using var udp = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ConcurrentReceives = 3 });
+        await using var otherUdp = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ConcurrentReceives = 4 });
+        foreach (EchoServer server in new EchoServer[] { tcp, otherTcp, udp, otherUdp })
+        {
+            await server.StartAsync(cancellationToken);
+        }
 
         max.RecordObservableInstruments();
 
-        long Cap(string name) => max.GetMeasurementSnapshot().Last(measurement => Equals(measurement.Tags["pool.name"], name)).Value;
-        Assert.That((Cap("tcp-echo-args"), Cap("udp-echo-args")), Is.EqualTo((7L, 3L)));
+        Dictionary<string, long> caps = max.GetMeasurementSnapshot()
+            .GroupBy(measurement => (string)measurement.Tags["pool.name"]!)
+            .ToDictionary(pool => pool.Key, pool => pool.Last().Value);
+        Assert.That(caps, Does.ContainKey($"tcp-echo-args@{tcp.LocalEndPoint}").WithValue(7));
+        Assert.That(caps, Does.ContainKey($"tcp-echo-args@{otherTcp.LocalEndPoint}").WithValue(8));
+        Assert.That(caps, Does.ContainKey($"tcp-echo-buffers@{tcp.LocalEndPoint}").WithValue(7));
+        Assert.That(caps, Does.ContainKey($"tcp-echo-buffers@{otherTcp.LocalEndPoint}").WithValue(8));
+        Assert.That(caps, Does.ContainKey($"udp-echo-args@{udp.LocalEndPoint}").WithValue(3));
+        Assert.That(caps, Does.ContainKey($"udp-echo-args@{otherUdp.LocalEndPoint}").WithValue(4));
     }
 
     [Test]

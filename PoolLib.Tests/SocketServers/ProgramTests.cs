@@ -161,9 +161,34 @@ public sealed class ProgramTests
             }
 
             Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
-            Assert.That(stats, Has.Some.StartsWith("stats: pool.objects.max{pool.name=tcp-echo-args} "));
+            Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
             Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
             await SocketTestExtensions.AssertEchoesAsync(tcp, 10, cancellationToken);
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
+    // A signal someone sends to look at a server in production must not pause it: SIGUSR1 runs no collection, and two
+    // printouts in a row on an idle host show the same number of full (gen2) collections. SIGUSR2 asks for one first,
+    // for measurements (PoolBench reads the heap so), and each of its printouts counts one more.
+    [TestCase("USR1", false)]
+    [TestCase("USR2", true)]
+    [CancelAfter(30_000)]
+    public async Task Main_StatsSignal_CollectsOnlyOnSigUsr2(string signal, bool collects, CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "the stats signals are handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"]);
+        try
+        {
+            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+
+            long first = await ReadFullCollectionsOnSignalAsync(host, signal, cancellationToken);
+            long second = await ReadFullCollectionsOnSignalAsync(host, signal, cancellationToken);
+
+            Assert.That(second - first, collects ? Is.GreaterThan(0) : Is.Zero, $"full collections between two SIG{signal} printouts");
         }
         finally
         {
@@ -238,6 +263,25 @@ public sealed class ProgramTests
                 Assert.That(echo[..received], Is.EqualTo(datagram));
             }
         }
+    }
+
+    /// <summary>Sends <paramref name="signal"/> and reads the gen2 collection count from the printout it causes.</summary>
+    private static async Task<long> ReadFullCollectionsOnSignalAsync(Process host, string signal, CancellationToken cancellationToken)
+    {
+        await SendSignalAsync(host, signal, cancellationToken);
+        const string Prefix = "stats: process.gc.collections ";
+        while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
+        {
+            if (line.StartsWith(Prefix, StringComparison.Ordinal))
+            {
+                Match gen2 = Regex.Match(line, @" gen2 (\d+)$");
+                Assert.That(gen2.Success, Is.True, line);
+                return long.Parse(gen2.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+            }
+        }
+
+        Assert.Fail($"the host ended without printing '{Prefix}'");
+        throw new UnreachableException();
     }
 
     /// <summary>Stops a host with SIGTERM and reads the TCP connections and UDP datagrams it says it served.</summary>

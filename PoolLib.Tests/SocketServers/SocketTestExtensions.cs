@@ -79,4 +79,58 @@ internal static class SocketTestExtensions
         Assert.That(echo, Is.EqualTo(message));
         Assert.That(after, Is.Zero, "end of stream after the echo");
     }
+
+    /// <summary>One round trip of a few bytes on an open connection, checked byte-exact.</summary>
+    public static async Task AssertEchoOnAsync(this Socket client, CancellationToken cancellationToken)
+    {
+        byte[] message = [7, 8, 9];
+        await client.SendAllAsync(message, cancellationToken);
+        byte[] echo = new byte[message.Length];
+        Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
+        Assert.That(echo, Is.EqualTo(message));
+    }
+
+    /// <returns>What a read returns: 0 at end of stream, also when the server reset the connection.</returns>
+    public static async Task<int> ReadEndAsync(this Socket client, CancellationToken cancellationToken)
+    {
+        try
+        {
+            return await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+        }
+        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
+        {
+            return 0;
+        }
+    }
+
+    /// <summary>What <paramref name="operation"/> returns; the test fails, instead of waiting for its own time limit,
+    /// if that takes longer than <see cref="UdpEchoTesting.EchoTimeout"/>: for what a broken server would never do.</summary>
+    /// <param name="operation">The wait, given a token cancelled when the time is up.</param>
+    /// <param name="what">What is waited for, for the failure's message.</param>
+    /// <param name="cancellationToken">The test's own limit.</param>
+    public static async Task<T> WithinAsync<T>(Func<CancellationToken, Task<T>> operation, string what, CancellationToken cancellationToken)
+    {
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        timeout.CancelAfter(UdpEchoTesting.EchoTimeout);
+        try
+        {
+            return await operation(timeout.Token);
+        }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+        {
+            Assert.Fail($"not within {UdpEchoTesting.EchoTimeout.TotalSeconds} s: {what}");
+            throw;
+        }
+    }
+
+    /// <summary>As <see cref="WithinAsync{T}"/>, for a wait with no result.</summary>
+    public static Task WithinAsync(Func<CancellationToken, Task> operation, string what, CancellationToken cancellationToken)
+        => WithinAsync(
+            async token =>
+            {
+                await operation(token);
+                return true;
+            },
+            what,
+            cancellationToken);
 }

@@ -12,12 +12,12 @@ public sealed partial class TcpEchoServerTests
         await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
         using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-        await AssertEchoOnAsync(held, cancellationToken);
+        await held.AssertEchoOnAsync(cancellationToken);
         using Socket queued = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
 
         Dictionary<string, double> whileFull = meter.Observe();
         held.Dispose();
-        await AssertEchoOnAsync(queued, cancellationToken);
+        await queued.AssertEchoOnAsync(cancellationToken);
         queued.Dispose();
         await WaitForIdleAsync(server, cancellationToken);
         Dictionary<string, double> afterwards = meter.Observe();

@@ -41,13 +41,57 @@ public sealed partial class TcpEchoServerTests
             await Task.WhenAll(trickles);
             Assert.That(streamed, Is.GreaterThan(0), "the streaming client's echoes all came back byte-exact");
             Assert.That(server.Counters.Evicted, Is.GreaterThanOrEqualTo(1));
-            Assert.That(streaming.Connected, Is.True, "the streaming client was never cut");
+            await streaming.AssertEchoOnAsync(cancellationToken);
         }
         finally
         {
             streaming.Dispose();
             slow.ForEach(client => client.Dispose());
         }
+    }
+
+    // A connection whose last window was slow may stream now: what it receives now must count, so that it is never
+    // the one evicted while it moves more than the minimum rate.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task MinDataRate_QuietForAWindowThenStreaming_NeverEvictedForAWaitingClient(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.MaxConnections = 2;
+                options.SlowConnectionWindow = TimeSpan.FromSeconds(1);
+            },
+            cancellationToken);
+        using var stopStreaming = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        using Socket quiet = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 1, cancellationToken);
+        using Socket streaming = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 2, cancellationToken);
+
+        // The quiet client is evicted for the first waiting client at the end of its first window. By then the
+        // streaming client's first window, begun just after, has mostly ended as well, slow with a few bytes; if so,
+        // the quiet one is still the quieter of the two (active on an earlier tick of the clock the server reads).
+        long accepted = Environment.TickCount64;
+        await Poll.UntilAsync(() => Environment.TickCount64 > accepted, cancellationToken);
+        await streaming.AssertEchoOnAsync(cancellationToken);
+        using Socket first = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await first.AssertEchoOnAsync(cancellationToken);
+        Assert.That(await quiet.ReadEndAsync(cancellationToken), Is.Zero, "the quiet client was evicted");
+
+        // The streaming client streams, in the window after its slow one; the second waiting client must take the
+        // place of the first, which goes quiet, once the first's own window has ended.
+        long before = server.Counters.BytesEchoed;
+        Task<long> stream = StreamAsync(streaming, stopStreaming.Token);
+        await Poll.UntilAsync(() => server.Counters.BytesEchoed - before >= 64 * KiB, cancellationToken);
+        using Socket second = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await second.AssertEchoOnAsync(cancellationToken);
+        await stopStreaming.CancelAsync();
+        long streamed = await stream;
+
+        Assert.That(streamed, Is.GreaterThan(0), "the streaming client was never cut, and its echoes came back byte-exact");
+        Assert.That(await first.ReadEndAsync(cancellationToken), Is.Zero, "the first client, quiet since its echo, was evicted");
+        Assert.That(server.Counters.Evicted, Is.EqualTo(2));
     }
 
     [Test]
@@ -89,9 +133,9 @@ public sealed partial class TcpEchoServerTests
     /// </summary>
     private static async Task AssertRejectedWhileOthersServedAsync(TcpEchoServer server, Socket rejected, Socket held, CancellationToken cancellationToken)
     {
-        Assert.That(await ReadEndAsync(rejected, cancellationToken), Is.Zero, "the rejected client is closed at once");
+        Assert.That(await rejected.ReadEndAsync(cancellationToken), Is.Zero, "the rejected client is closed at once");
         Assert.That(server.Counters.Rejected, Is.EqualTo(1));
-        await AssertEchoOnAsync(held, cancellationToken);
+        await held.AssertEchoOnAsync(cancellationToken);
         int openBefore = server.Counters.CurrentConnections;
         held.Dispose();
         await Poll.UntilAsync(() => server.Counters.CurrentConnections == openBefore - 1, cancellationToken);
@@ -121,55 +165,40 @@ public sealed partial class TcpEchoServerTests
         }
     }
 
-    /// <summary>Streams about 1 MiB/s (64 KiB every 62.5 ms) and checks every echo; returns the bytes echoed.</summary>
+    /// <summary>Streams about 1 MiB/s (64 KiB every 62.5 ms) and checks every echo until cancelled, then once more.</summary>
+    /// <returns>The bytes echoed; -1 if an echo was short or wrong, or the server cut the connection.</returns>
     private static async Task<long> StreamAsync(Socket client, CancellationToken cancellationToken)
     {
         var chunk = new byte[64 * 1024];
         var echo = new byte[chunk.Length];
         long total = 0;
-        for (int round = 0; !cancellationToken.IsCancellationRequested; round++)
+        for (int round = 0; ; round++)
         {
             Array.Fill(chunk, (byte)round);
-            await client.SendAllAsync(chunk, CancellationToken.None);
-            int received = await client.ReceiveExactlyAsync(echo, CancellationToken.None);
+            int received;
+            try
+            {
+                await client.SendAllAsync(chunk, CancellationToken.None);
+                received = await client.ReceiveExactlyAsync(echo, CancellationToken.None);
+            }
+            catch (SocketException)
+            {
+                return -1;
+            }
+
             if (received != chunk.Length || !echo.AsSpan().SequenceEqual(chunk))
             {
                 return -1;
             }
 
             total += received;
-            try
+            if (cancellationToken.IsCancellationRequested)
             {
-                await Task.Delay(TimeSpan.FromMilliseconds(62.5), cancellationToken);
+                // The last round started after the cancellation: the connection was served to the end.
+                return total;
             }
-            catch (OperationCanceledException)
-            {
-                break;
-            }
-        }
 
-        return total;
-    }
-
-    /// <returns>What a read returns: 0 at end of stream, also when the server reset the connection.</returns>
-    private static async Task<int> ReadEndAsync(Socket client, CancellationToken cancellationToken)
-    {
-        try
-        {
-            return await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+            await Task.Delay(TimeSpan.FromMilliseconds(62.5), cancellationToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
         }
-        catch (SocketException ex) when (ex.SocketErrorCode == SocketError.ConnectionReset)
-        {
-            return 0;
-        }
-    }
-
-    private static async Task AssertEchoOnAsync(Socket client, CancellationToken cancellationToken)
-    {
-        byte[] message = [7, 8, 9];
-        await client.SendAllAsync(message, cancellationToken);
-        byte[] echo = new byte[message.Length];
-        Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
-        Assert.That(echo, Is.EqualTo(message));
     }
 }

@@ -214,9 +214,16 @@ public sealed partial class TcpEchoServerTests
         Task[] first = served.Select(echoed => RunClientAsync(releaseFirst.Task, echoed)).ToArray();
         await Task.WhenAll(served.Select(echoed => echoed.Task)).WaitAsync(cancellationToken);
 
-        // More clients connect (into the listen backlog) while the server is full, then the first ones leave.
+        // More clients connect while the server is full: it accepts none of them, and they wait in the listen backlog
+        // (which Linux reports) until the first ones leave.
         Task[] rest = Enumerable.Range(0, Waiting).Select(_ => RunClientAsync(Task.CompletedTask, null)).ToArray();
-        Assert.That(server.Counters.CurrentConnections, Is.EqualTo(Cap));
+        if (OperatingSystem.IsLinux())
+        {
+            await SocketTestExtensions.WithinAsync(
+                token => Poll.UntilAsync(() => server.QueuedConnections == Waiting, token), "every client over the cap waits in the backlog", cancellationToken);
+        }
+
+        Assert.That(server.Counters.TotalConnections, Is.EqualTo(Cap), "no client accepted past the cap");
         releaseFirst.SetResult();
         await Task.WhenAll(first.Concat(rest));
         await WaitForIdleAsync(server, cancellationToken);
@@ -224,7 +231,6 @@ public sealed partial class TcpEchoServerTests
         EchoServerCounters counters = server.Counters;
         Assert.That(counters.PeakConnections, Is.EqualTo(Cap), "never more connections served at once than the cap");
         Assert.That(counters.TotalConnections, Is.EqualTo(Cap + Waiting));
-        Assert.That(counters.PoolTotalCount, Is.LessThanOrEqualTo(Cap));
         Assert.That(counters.Drops, Is.Zero);
     }
 
@@ -300,15 +306,48 @@ public sealed partial class TcpEchoServerTests
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         try
         {
-            // Whether the echo is already blocked in its send when the stop begins depends on scheduling, so the
-            // test asserts what holds either way: the stop completes, the connection is gone, every args is back,
-            // and the writer is cut off.
+            // The client neither reads nor closes, so the connection cannot end before the grace period does. Whether
+            // the echo is already blocked in its send when the stop begins (the connection is then reset) or the stop
+            // finds it between two reads (it ends its stream and drops what comes) depends on scheduling, so the test
+            // asserts what holds either way.
             Task writer = await WriteWithoutReadingAsync(server, client, cancellationToken);
 
             await server.StopAsync(cancellationToken);
 
             Assert.That(server.Counters.TotalConnections, Is.EqualTo(1));
-            await AssertCutOffWithEveryArgsBackAsync(server, writer);
+            await AssertCutOffWithEveryArgsBackAsync(server, client, writer, cancellationToken);
+        }
+        finally
+        {
+            await server.DisposeAsync();
+        }
+    }
+
+    // A graceful stop reads nothing more, sends what it owes, ends its stream, and discards what the client still
+    // sends until the client closes. Here the client has filled both directions when the stop begins, reads only after
+    // that, and writes until it reads the end: it must get every byte counted as echoed, and nothing may be reset.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task StopAsync_ClientStillSending_GetsEveryEchoedByteThenEndOfStreamWithoutReset(CancellationToken cancellationToken)
+    {
+        var server = await StartAsync(options => options.StopGracePeriod = TimeSpan.FromSeconds(30), cancellationToken);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            var endOfStream = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            Task<SocketError> writer = WriteCountingUntilAsync(client, endOfStream.Task, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+
+            Task stop = server.StopAsync(cancellationToken);
+            (long received, SocketError readError) = await ReadCountingToEndAsync(client, cancellationToken);
+            endOfStream.SetResult();
+            SocketError writeError = await writer;
+            await stop;
+
+            Assert.That(readError, Is.EqualTo(SocketError.Success), "the client read to the end of the stream");
+            Assert.That(received, Is.EqualTo(server.Counters.BytesEchoed), "every byte counted as echoed reached the client");
+            Assert.That(writeError, Is.EqualTo(SocketError.Success), "the client's writes were not reset");
+            Assert.That(server.Counters.Drops, Is.Zero, "the connection ended gracefully");
         }
         finally
         {
@@ -336,7 +375,7 @@ public sealed partial class TcpEchoServerTests
             await shutdownTimeout.CancelAsync();
             await Task.WhenAll(first, second).WaitAsync(cancellationToken);
 
-            await AssertCutOffWithEveryArgsBackAsync(server, writer);
+            await AssertCutOffWithEveryArgsBackAsync(server, client, writer, cancellationToken);
         }
         finally
         {
@@ -446,36 +485,88 @@ public sealed partial class TcpEchoServerTests
         await WaitForIdleAsync(server, cancellationToken);
     }
 
-    /// <summary>Sends and checks echoes until the server closes the connection.</summary>
+    /// <summary>Sends and checks echoes until the server ends the stream; a reset fails the test.</summary>
     private static async Task EchoUntilClosedAsync(IPEndPoint endPoint, CountdownEvent started, CancellationToken cancellationToken)
     {
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(endPoint, cancellationToken);
         byte[] message = new byte[16 * KiB];
         byte[] echo = new byte[message.Length];
         bool signalled = false;
-        try
+        while (true)
         {
-            while (true)
-            {
-                Random.Shared.NextBytes(message);
-                await client.SendAllAsync(message, cancellationToken);
-                int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
-                if (received < message.Length)
-                {
-                    return; // closed by the stop
-                }
+            Random.Shared.NextBytes(message);
+            await client.SendAllAsync(message, cancellationToken);
+            int received = await client.ReceiveExactlyAsync(echo, cancellationToken);
 
-                Assert.That(echo, Is.EqualTo(message));
-                if (!signalled)
-                {
-                    signalled = true;
-                    started.Signal();
-                }
+            // The stop echoes what it read, maybe part of the message, then ends the stream.
+            Assert.That(echo.AsSpan(0, received).SequenceEqual(message.AsSpan(0, received)), Is.True, "the echo so far is byte-exact");
+            if (received < message.Length)
+            {
+                return;
+            }
+
+            if (!signalled)
+            {
+                signalled = true;
+                started.Signal();
             }
         }
-        catch (SocketException)
+    }
+
+    /// <summary>Writes 64 KiB chunks of the running byte count (mod 251) until <paramref name="stop"/> completes, then
+    /// shuts down its send side.</summary>
+    /// <returns>How the writes ended: <see cref="SocketError.Success"/>, or the error one failed with.</returns>
+    private static async Task<SocketError> WriteCountingUntilAsync(Socket client, Task stop, CancellationToken cancellationToken)
+    {
+        byte[] chunk = new byte[64 * KiB];
+        long written = 0;
+        try
         {
-            // Reset by the stop: expected.
+            while (!stop.IsCompleted)
+            {
+                for (int i = 0; i < chunk.Length; i++)
+                {
+                    chunk[i] = (byte)((written + i) % 251);
+                }
+
+                await client.SendAllAsync(chunk, cancellationToken);
+                written += chunk.Length;
+            }
+
+            client.Shutdown(SocketShutdown.Send);
+            return SocketError.Success;
+        }
+        catch (SocketException ex)
+        {
+            return ex.SocketErrorCode;
+        }
+    }
+
+    /// <summary>Reads to the end of the stream, 16 KiB at a time, checking that it is the running byte count (mod 251)
+    /// that <see cref="WriteCountingUntilAsync"/> writes.</summary>
+    /// <returns>The bytes read, and <see cref="SocketError.Success"/> or the error a read failed with.</returns>
+    private static async Task<(long Received, SocketError Error)> ReadCountingToEndAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[16 * KiB];
+        long total = 0;
+        try
+        {
+            int received;
+            while ((received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken)) > 0)
+            {
+                for (int i = 0; i < received; i++)
+                {
+                    Assert.That(buffer[i], Is.EqualTo((byte)((total + i) % 251)), $"byte {total + i} of the echo");
+                }
+
+                total += received;
+            }
+
+            return (total, SocketError.Success);
+        }
+        catch (SocketException ex)
+        {
+            return (total, ex.SocketErrorCode);
         }
     }
 
@@ -489,13 +580,29 @@ public sealed partial class TcpEchoServerTests
         return writer;
     }
 
-    /// <summary>After a stop that had to close a writing client: no connection is left, every args is back in the
-    /// pool, and the client's write failed.</summary>
-    private static async Task AssertCutOffWithEveryArgsBackAsync(TcpEchoServer server, Task writer)
+    /// <summary>After a stop that had to close a writing client at the end of the grace period: no connection is left,
+    /// every args is back in the pool, the close counts as a drop, and the client's write and its reads come to an end
+    /// (the write fails if the server reset the connection, or completes into the server's discarding).</summary>
+    private static async Task AssertCutOffWithEveryArgsBackAsync(TcpEchoServer server, Socket client, Task writer, CancellationToken cancellationToken)
     {
         EchoServerCounters counters = server.Counters;
         Assert.That(counters.CurrentConnections, Is.Zero);
         Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
-        await Assert.ThatAsync(async () => await writer, Throws.InstanceOf<SocketException>());
+        Assert.That(counters.Drops, Is.EqualTo(1), "closed at the end of the grace period, not by the client");
+        await SocketTestExtensions.WithinAsync(
+            async token =>
+            {
+                try
+                {
+                    await writer.WaitAsync(token);
+                    await client.ReceiveToEndAsync(token);
+                }
+                catch (SocketException ex) when (ex.SocketErrorCode is SocketError.ConnectionReset or SocketError.Shutdown)
+                {
+                    // Reset by the server, whose stop found the echo blocked in its send.
+                }
+            },
+            "the client's write and reads end",
+            cancellationToken);
     }
 }

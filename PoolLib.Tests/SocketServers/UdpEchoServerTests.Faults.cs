@@ -26,6 +26,8 @@ public sealed partial class UdpEchoServerTests
                 {
                     throw new InvalidOperationException("injected receive fault");
                 }
+
+                return SocketError.Success;
             },
         };
         await using (server)
@@ -35,11 +37,11 @@ public sealed partial class UdpEchoServerTests
 
             // With one receive, each echo needs the loop that failed three times; with four, the idle pool below
             // needs all four loops back in their receives.
-            await Poll.UntilAsync(() => server.ReceiveLoopRestarts == Faults, cancellationToken);
+            await Poll.UntilAsync(() => server.LoopRestarts == Faults, cancellationToken);
             await EchoEachAsync(server, client, Datagrams, cancellationToken);
             await UdpEchoTesting.WaitForIdleAsync(server, receives, Datagrams, cancellationToken);
 
-            Assert.That(server.ReceiveLoopRestarts, Is.EqualTo(Faults));
+            Assert.That(server.LoopRestarts, Is.EqualTo(Faults));
             Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
             Assert.That(server.Counters.Drops, Is.Zero);
         }
@@ -48,6 +50,75 @@ public sealed partial class UdpEchoServerTests
         Assert.That(errors, Has.Length.EqualTo(Faults), "one line per fault, within the limiter's lines");
         Assert.That(errors.Select(record => record.Message), Has.All.Contain("UDP receive loop on").And.Contain("it starts again in 100 ms"));
         Assert.That(errors.Select(record => record.Exception), Has.All.InstanceOf<InvalidOperationException>());
+    }
+
+    // A receive that keeps failing, as a broken socket's would, must not become a busy loop: each failure is followed
+    // by the pause that follows a receive loop that throws, and counted.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task ReceiveLoop_EveryReceiveFails_PausesBetweenFailuresCountsThemAndRecovers(CancellationToken cancellationToken)
+    {
+        TimeSpan measured = TimeSpan.FromSeconds(2);
+        int failing = 0;
+        int failedReceives = 0;
+        var server = new UdpEchoServer(Options(_ => { }))
+        {
+            BeforeReceive = () =>
+            {
+                if (Volatile.Read(ref failing) == 0)
+                {
+                    return SocketError.Success;
+                }
+
+                Interlocked.Increment(ref failedReceives);
+                return SocketError.NoBufferSpaceAvailable;
+            },
+        };
+        await using (server)
+        {
+            await server.StartAsync(cancellationToken);
+            using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+            await ProcessCpu.WaitUntilQuietAsync(cancellationToken);
+
+            // The receive under way ends with this datagram; every receive after it fails.
+            Volatile.Write(ref failing, 1);
+            using Socket client = BoundClient();
+            await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
+            await Poll.UntilAsync(() => Volatile.Read(ref failedReceives) > 0, cancellationToken);
+
+            TimeSpan cpu = await ProcessCpu.UsedOverAsync(measured, cancellationToken);
+
+            Assert.That(cpu, Is.LessThan(measured * 0.3), $"the process used {cpu.TotalSeconds:F2} s of CPU in {measured.TotalSeconds} s with a receive that keeps failing");
+            var errors = meter.Recorded("echo.errors");
+            Assert.That(errors, Is.Not.Empty);
+            Assert.That(errors.Select(error => error.Tags["error.type"]), Is.All.EqualTo(nameof(SocketError.NoBufferSpaceAvailable)));
+            Assert.That(errors.Select(error => error.Tags["echo.operation"]), Is.All.EqualTo("receive"));
+            Volatile.Write(ref failing, 0);
+            await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
+        }
+    }
+
+    // A logging provider that throws is one way a reply can fail unexpectedly. That datagram's echo may be lost, but
+    // the server must go on answering: with ReplyBlock, an exception out of the block's action would fault the block,
+    // and every later datagram would be declined while the server says it runs.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Echo_ReplyFailsUnexpectedlyOnce_LaterDatagramsStillEchoed(CancellationToken cancellationToken)
+    {
+        var logger = new ThrowOnceLogger("UDP echoed");
+        await using var server = new UdpEchoServer(Options(_ => { }), logger);
+        await server.StartAsync(cancellationToken);
+        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+        using Socket client = BoundClient();
+
+        await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
+
+        Assert.That(server.IsRunning, Is.True);
+        var errors = meter.Recorded("echo.errors");
+        Assert.That(errors, Has.Count.EqualTo(1));
+        Assert.That(errors[0].Tags["error.type"], Is.EqualTo(typeof(InvalidOperationException).FullName));
+        FakeLogRecord[] logged = [.. logger.Records.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error)];
+        Assert.That(logged.Select(record => record.Exception), Has.Exactly(1).InstanceOf<InvalidOperationException>());
     }
 
     // With a pause of for ever and a grace period of a day, a stop that waited for the pause, or for a receive that
@@ -64,7 +135,7 @@ public sealed partial class UdpEchoServerTests
             options.StopGracePeriod = TimeSpan.FromDays(1);
         }))
         {
-            ReceiveRestartDelay = Timeout.InfiniteTimeSpan,
+            RestartDelay = Timeout.InfiniteTimeSpan,
             BeforeReceive = () =>
             {
                 Interlocked.Increment(ref receiveCalls);
@@ -85,7 +156,7 @@ public sealed partial class UdpEchoServerTests
         await StopWithoutCancellingAsync(server, cancellationToken);
 
         Assert.That(server.Counters.PoolAvailableCount, Is.EqualTo(server.Counters.PoolTotalCount), "every args back in the pool");
-        Assert.That(server.ReceiveLoopRestarts, Is.Zero);
+        Assert.That(server.LoopRestarts, Is.Zero);
         Assert.That(receiveCalls, Is.EqualTo(receives), "no loop started again");
         await server.DisposeAsync();
     }

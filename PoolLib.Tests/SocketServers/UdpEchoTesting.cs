@@ -20,20 +20,8 @@ internal static class UdpEchoTesting
     }
 
     /// <summary>Receives one datagram; a lost one fails the test with a message instead of hanging it.</summary>
-    public static async Task<int> ReceiveWithinAsync(Socket client, byte[] buffer, CancellationToken cancellationToken)
-    {
-        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        timeout.CancelAfter(EchoTimeout);
-        try
-        {
-            return await client.ReceiveAsync(buffer, SocketFlags.None, timeout.Token);
-        }
-        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
-        {
-            Assert.Fail($"no echo within {EchoTimeout}");
-            throw;
-        }
-    }
+    public static Task<int> ReceiveWithinAsync(Socket client, byte[] buffer, CancellationToken cancellationToken)
+        => SocketTestExtensions.WithinAsync(token => client.ReceiveAsync(buffer, SocketFlags.None, token).AsTask(), "an echo", cancellationToken);
 
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
     /// and every args but those of the default number of receives is back in the pool.</summary>

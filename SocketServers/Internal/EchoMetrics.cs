@@ -29,6 +29,9 @@ internal static class EchoMetrics
     private static readonly Counter<long> s_datagramsDropped = s_meter.CreateCounter<long>(
         "echo.datagrams.dropped", "{datagram}", "UDP datagrams not echoed, by reason.");
 
+    private static readonly Counter<long> s_errors = s_meter.CreateCounter<long>(
+        "echo.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
+
     static EchoMetrics()
     {
         s_meter.CreateObservableUpDownCounter("echo.connections.active", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
@@ -74,6 +77,25 @@ internal static class EchoMetrics
             s_datagramsDropped.Add(1, tags);
         }
     }
+
+    /// <summary>Counts a failure the server went on after: a failed accept or receive, or an operation that threw.</summary>
+    /// <param name="server">The server it happened in.</param>
+    /// <param name="operation">What failed: <c>accept</c>, <c>receive</c>, <c>reply</c> or <c>sweep</c>.</param>
+    /// <param name="errorType">The socket error's name, or the exception's full type name.</param>
+    public static void Error(EchoServer server, string operation, string errorType)
+    {
+        if (s_errors.Enabled)
+        {
+            TagList tags = Tags(server);
+            tags.Add("echo.operation", operation);
+            tags.Add("error.type", errorType);
+            s_errors.Add(1, tags);
+        }
+    }
+
+    /// <returns>The <c>error.type</c> of <paramref name="exception"/>: a socket error's name, else the exception's full type name.</returns>
+    public static string ErrorType(Exception exception)
+        => exception is SocketException socketException ? socketException.SocketErrorCode.ToString() : exception.GetType().FullName ?? exception.GetType().Name;
 
     private static IEnumerable<Measurement<long>> Observe(ProtocolType? protocol, Func<EchoServer, EchoServerCounters, long> read)
     {

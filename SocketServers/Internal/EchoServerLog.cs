@@ -28,20 +28,14 @@ internal static partial class EchoServerLog
     [LoggerMessage(6, LogLevel.Warning, "TCP accept on {EndPoint} failed: {SocketError}{Suppressed}")]
     public static partial void AcceptFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError, string suppressed);
 
-    [LoggerMessage(7, LogLevel.Error, "TCP accept loop on {EndPoint} failed; no new connections are accepted")]
-    public static partial void AcceptLoopFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
-
-    [LoggerMessage(8, LogLevel.Debug, "TCP accept on {EndPoint} while full failed: {SocketError}")]
-    public static partial void AcceptWhileFullFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
+    [LoggerMessage(7, LogLevel.Error, "{Protocol} {Operation} loop on {EndPoint} failed; {Outcome}{Suppressed}")]
+    public static partial void LoopFailed(this ILogger logger, Exception exception, string protocol, string operation, IPEndPoint? endPoint, string outcome, string suppressed);
 
     [LoggerMessage(9, LogLevel.Debug, "TCP client {RemoteEndPoint} rejected: {Reason}")]
     public static partial void ClientRejected(this ILogger logger, EndPoint? remoteEndPoint, string reason);
 
     [LoggerMessage(10, LogLevel.Debug, "TCP connection on {EndPoint} closed during set-up")]
     public static partial void ConnectionSetUpFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
-
-    [LoggerMessage(11, LogLevel.Error, "TCP idle sweep on {EndPoint} failed; idle connections are no longer closed")]
-    public static partial void SweepFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint);
 
     [LoggerMessage(12, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} opened")]
     public static partial void ConnectionOpened(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
@@ -79,9 +73,6 @@ internal static partial class EchoServerLog
     [LoggerMessage(32, LogLevel.Information, "UDP echo server on {EndPoint} stopped: {Counters}")]
     public static partial void UdpStopped(this ILogger logger, IPEndPoint? endPoint, EchoServerCounters counters);
 
-    [LoggerMessage(33, LogLevel.Error, "UDP receive loop on {EndPoint} failed; {Outcome}{Suppressed}")]
-    public static partial void ReceiveLoopFailed(this ILogger logger, Exception exception, IPEndPoint? endPoint, string outcome, string suppressed);
-
     [LoggerMessage(34, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed}")]
     public static partial void DatagramTooLarge(this ILogger logger, IPEndPoint? remoteEndPoint, int maxDatagramSize, string suppressed);
 
@@ -91,9 +82,6 @@ internal static partial class EchoServerLog
     [LoggerMessage(36, LogLevel.Debug, "UDP receive on {EndPoint}: {SocketError} from an earlier reply, receiving on")]
     public static partial void ReceiveReportedEarlierReply(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
 
-    [LoggerMessage(37, LogLevel.Warning, "UDP receive on {EndPoint} failed: {SocketError}{Suppressed}")]
-    public static partial void ReceiveFailed(this ILogger logger, IPEndPoint? endPoint, SocketError socketError, string suppressed);
-
     [LoggerMessage(38, LogLevel.Trace, "UDP echoed {Bytes} bytes to {RemoteEndPoint}")]
     public static partial void DatagramEchoed(this ILogger logger, int bytes, IPEndPoint? remoteEndPoint);
 
@@ -102,4 +90,7 @@ internal static partial class EchoServerLog
 
     [LoggerMessage(40, LogLevel.Warning, "UDP reply to {RemoteEndPoint} failed{Suppressed}")]
     public static partial void ReplyFailed(this ILogger logger, Exception exception, IPEndPoint? remoteEndPoint, string suppressed);
+
+    [LoggerMessage(41, LogLevel.Error, "UDP reply on {EndPoint} failed unexpectedly; replies go on{Suppressed}")]
+    public static partial void ReplyFaulted(this ILogger logger, Exception exception, IPEndPoint? endPoint, string suppressed);
 }
