@@ -58,11 +58,10 @@ public sealed partial class PoolTests
         AssertStressInvariants(pool, result, releases: result.Releases);
     }
 
-    // Long rentals: each worker takes up to 24 objects before it releases them, so takes pop batches
-    // from the shared stack into the taker's cache and releases push full caches back as batches,
-    // while the pool is now and then exhausted (4 x 24 > 93) and takers wait, which closes the gate
-    // on slots moving between a cache and the stack. 93 = 4 x 23 + 1 is the least capacity with
-    // which four workers cannot all wait while holding everything.
+    // Long rentals: each worker takes up to 24 objects before it releases them, so threads' caches
+    // grow and their hints go stale as other workers claim the slots from the registry, while the
+    // pool is now and then exhausted (4 x 24 > 93) and takers wait. 93 = 4 x 23 + 1 is the least
+    // capacity with which four workers cannot all wait while holding everything.
     [Test]
     [CancelAfter(120_000)]
     public void TakeSlot_FourThreadsTakingUpToTwentyFourBeforeReleasing_InvariantsHold(CancellationToken cancellationToken)
@@ -190,8 +189,7 @@ public sealed partial class PoolTests
         Assert.That(pool.WaiterCount, Is.Zero);
         Assert.That(pool.PeakLiveCount, Is.InRange(1, pool.MaxCapacity), "never more objects alive at once than the cap");
         Assert.That(pool.TotalCount, Is.EqualTo(pool.CreatedCount), "nothing was discarded");
-        Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
-        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(pool.TotalCount), "storage, uncapped, holds each object once");
+        AssertCounts(pool, total: pool.TotalCount, available: pool.TotalCount);
 
         var stored = new List<TrackedObject>();
         while (stored.Count < pool.CreatedCount && pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot))
@@ -204,4 +202,100 @@ public sealed partial class PoolTests
     }
 
     private sealed record StressResult(string[] Violations, int Releases, int FailedReleases);
+
+    // A pool without a clean-up makes a slot idle with one swap; every kind of take, with waits that
+    // time out or are cancelled, and discards, races it here. A lost wake-up shows as a bounded take
+    // that waits out its bound.
+    [TestCase(1)]
+    [TestCase(2)]
+    [CancelAfter(120_000)]
+    public void EveryTakeKind_PoolWithoutCleanUpWithTimeoutsCancellationsAndDiscards_InvariantsHold(int maxCapacity, CancellationToken cancellationToken)
+    {
+        const int PairsPerWorker = 30_000;
+        var created = new ConcurrentQueue<TrackedObject>();
+        using Pool<TrackedObject> pool = Pool.Create(maxCapacity, () =>
+        {
+            var made = new TrackedObject();
+            created.Enqueue(made);
+            return made;
+        });
+        var violations = new ConcurrentQueue<string>();
+        using var start = new Barrier(StressThreads);
+        Task[] workers = StartWorkers(StressThreads, worker =>
+        {
+            int holder = worker + 1;
+            start.SignalAndWait(cancellationToken);
+            for (int i = 0; i < PairsPerWorker && violations.IsEmpty; i++)
+            {
+                PoolSlot<TrackedObject>? slot = TakeOneOfEveryKind(pool, i, violations, cancellationToken);
+                if (slot is null)
+                {
+                    continue;
+                }
+
+                if (!slot.Object.TryStampHolder(holder) || !slot.Object.TryClearHolder(holder))
+                {
+                    violations.Enqueue($"object {slot.Object.Id} held by two takers at once");
+                }
+
+                if (i % 53 == 0)
+                {
+                    slot.Discard();
+                }
+                else
+                {
+                    pool.Release(slot);
+                }
+            }
+        });
+
+        Assert.That(Task.WaitAll(workers, TimeSpan.FromSeconds(100)), Is.True, "the stress run did not finish");
+        Assert.That(violations, Is.Empty);
+        Assert.That(created.Count(made => made.DisposeCount == 0), Is.EqualTo(pool.TotalCount), "every object not discarded is still the pool's");
+        Assert.That(pool.WaiterCount, Is.Zero);
+        AssertCounts(pool, total: pool.TotalCount, available: pool.TotalCount);
+    }
+
+    /// <summary>One take of the kind <paramref name="i"/> picks; null when it timed out, was cancelled or found nothing, as it may.</summary>
+    private static PoolSlot<TrackedObject>? TakeOneOfEveryKind(Pool<TrackedObject> pool, int i, ConcurrentQueue<string> violations, CancellationToken cancellationToken)
+    {
+        switch (i % 5)
+        {
+            case 0:
+                return pool.TryTakeSlot(out PoolSlot<TrackedObject>? immediate) ? immediate : null;
+            case 1:
+                return pool.TryTakeSlot(TimeSpan.FromMilliseconds(i % 2), out PoolSlot<TrackedObject>? brief) ? brief : null;
+            case 2:
+                using (var cancel = new CancellationTokenSource())
+                {
+                    ValueTask<PoolSlot<TrackedObject>> take = pool.TakeSlotAsync(cancel.Token);
+                    cancel.Cancel();
+                    try
+                    {
+                        return take.AsTask().GetAwaiter().GetResult();
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        return null;
+                    }
+                }
+
+            case 3:
+                Task<PoolSlot<TrackedObject>> waited = pool.TakeSlotAsync(cancellationToken).AsTask();
+                if (!waited.Wait(s_waitBound, cancellationToken))
+                {
+                    violations.Enqueue("an asynchronous take waited out its bound: a wake-up was lost");
+                    return null;
+                }
+
+                return waited.Result;
+            default:
+                if (!pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? bounded))
+                {
+                    violations.Enqueue("a bounded take waited out its bound: a wake-up was lost");
+                }
+
+                return bounded;
+        }
+    }
 }

@@ -442,4 +442,104 @@ public sealed partial class PoolTests
         Assert.That(slots.Select(slot => slot.Object.DisposeCount), Is.All.EqualTo(1), "every object from before Clear is disposed once");
         AssertCounts(pool, total: 8, available: 0);
     }
+
+    [Test]
+    public void TryAllocatePush_ClearWhileTheObjectIsHandedItsSlot_DisposesItAndGivesItsPlaceBack()
+    {
+        using var pool = new TrackedPool(2);
+        pool.OnHoldSlot = _ => pool.Clear();
+
+        pool.PrewarmOne();
+        pool.OnHoldSlot = null;
+
+        Assert.That(pool.Created.Single().DisposeCount, Is.EqualTo(1), "made before the Clear returned, so retired by it");
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.TryTakeSlot(out _) && pool.TryTakeSlot(out _), Is.True, "both places under the cap are free");
+    }
+
+    [Test]
+    public void TryAllocatePush_ClearWhileTheObjectIsMade_DisposesIt()
+    {
+        using var pool = new TrackedPool(1);
+        pool.BeforeConstruct = () => pool.Clear();
+
+        pool.PrewarmOne();
+        pool.BeforeConstruct = null;
+
+        Assert.That(pool.Created.Single().DisposeCount, Is.EqualTo(1), "a Clear that ran while it was made could not see it, so it goes as if seen");
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void TryAllocatePush_LifetimeSweepWhileTheObjectIsHandedItsSlot_DisposesItAndGivesItsPlaceBack()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, MaxObjectLifetime = TimeSpan.FromSeconds(1), TimeProvider = time });
+        pool.OnHoldSlot = _ =>
+        {
+            time.Advance(TimeSpan.FromSeconds(2));
+            pool.RunMaintenance();
+        };
+
+        pool.PrewarmOne();
+        pool.OnHoldSlot = null;
+
+        Assert.That(pool.Created.Single().DisposeCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+        Assert.That(pool.TryTakeSlot(out _), Is.True, "the place under the cap is free");
+    }
+
+    // Pre-warming, Clear and Trim race takers that hold each object a moment: no object is held twice
+    // or lost, and at the end every live object is idle, the pool's, and counted once.
+    [TestCase(2)]
+    [TestCase(4)]
+    [CancelAfter(120_000)]
+    public void TryAllocatePushClearAndTrim_RacingTakesAndReleases_LoseNothing(int maxCapacity, CancellationToken cancellationToken)
+    {
+        const int Workers = 3;
+        const int PairsPerWorker = 20_000;
+        var pool = new TrackedPool(maxCapacity);
+        var violations = new ConcurrentQueue<string>();
+        Task[] workers = StartWorkers(Workers, worker =>
+        {
+            int holder = worker + 1;
+            for (int i = 0; i < PairsPerWorker && violations.IsEmpty; i++)
+            {
+                if (!pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? slot))
+                {
+                    violations.Enqueue("a bounded take waited out its bound: capacity or a wake-up was lost");
+                    return;
+                }
+
+                if (!slot.Object.TryStampHolder(holder) || !slot.Object.TryClearHolder(holder))
+                {
+                    violations.Enqueue($"object {slot.Object.Id} held by two takers at once");
+                }
+
+                pool.Release(slot);
+            }
+        });
+
+        for (int round = 0; !Task.WhenAll(workers).IsCompleted; round++)
+        {
+            pool.PrewarmOne();
+            if (round % 3 == 0)
+            {
+                pool.Clear();
+            }
+
+            if (round % 7 == 0)
+            {
+                pool.Trim();
+            }
+        }
+
+        Assert.That(Task.WaitAll(workers, s_waitBound), Is.True);
+        Assert.That(violations, Is.Empty);
+        Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.LessThanOrEqualTo(1));
+        Assert.That(pool.Created.Count(created => created.DisposeCount == 0), Is.EqualTo(pool.TotalCount), "every object not disposed is still the pool's");
+        AssertCounts(pool, total: pool.TotalCount, available: pool.TotalCount);
+        pool.Dispose();
+        Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.EqualTo(1), "and disposed once with the pool");
+    }
 }

@@ -26,6 +26,9 @@ public abstract partial class Pool<T>
     // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
     private int _sweeping;
 
+    // How many times Clear has begun; an object made while it changed is retired (see CreateSlot).
+    private int _clears;
+
     /// <summary>
     /// Raised, once per rental, when an object has been rented for longer than
     /// <see cref="PoolOptions.LeakDetectionThreshold"/>; never raised while that option is off.
@@ -74,6 +77,7 @@ public abstract partial class Pool<T>
     public void Clear()
     {
         ThrowIfDisposed();
+        Interlocked.Increment(ref _clears);
         foreach (PoolSlot<T>? slot in _storage.Registered)
         {
             slot?.Retire();

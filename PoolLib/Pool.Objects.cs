@@ -62,8 +62,13 @@ public abstract partial class Pool<T>
         }
 
         PoolSlot<T> slot = CreateSlot();
-        bool idle = slot.TryReturnIdle();
-        Debug.Assert(idle, "Nobody else knows a slot just made.");
+        if (!slot.TryReturnIdle())
+        {
+            // Retired by a Clear or the lifetime sweep since it was registered.
+            Discard(slot, PoolMetrics.DiscardReason.Expired);
+            return true;
+        }
+
         _storage.CountIdle();
         ServeIfWaitedFor(slot);
         return true;
@@ -75,6 +80,7 @@ public abstract partial class Pool<T>
     /// <summary>Makes an object and its slot, rented, with one unit of budget the caller already holds.</summary>
     private PoolSlot<T> CreateSlot()
     {
+        int clears = Volatile.Read(ref _clears);
         T @object;
         try
         {
@@ -88,6 +94,13 @@ public abstract partial class Pool<T>
 
         var slot = new PoolSlot<T>(this, @object) { History = NewHistory() };
         _storage.Register(slot);
+
+        // A Clear that ran while the object was made did not see it: it goes as if seen.
+        if (Volatile.Read(ref _clears) != clears)
+        {
+            slot.Retire();
+        }
+
         try
         {
             HoldSlotInObject(@object, slot);
@@ -220,7 +233,7 @@ public abstract partial class Pool<T>
         _allocationBudget.Release();
 
         // The release was a full fence: a waiter that queued before it is seen here and gets the unit.
-        if (Volatile.Read(ref _waiterCount) != 0)
+        if (WaiterCount != 0)
         {
             ServeWaiters(released: null);
         }

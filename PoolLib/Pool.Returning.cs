@@ -71,15 +71,15 @@ public abstract partial class Pool<T>
     /// <summary>
     /// Hands a slot just made idle to a waiter, or discards it if the pool is being disposed, when
     /// either needs it. The publication before this was a full fence (an interlocked swap), so these
-    /// reads cannot move before it: a waiter queues (incrementing _waiterCount, interlocked) before it
-    /// scans the registry, and Dispose sets _disposed (interlocked) before it does. Either they see
-    /// this slot idle, or this reads them and does their work for them: no lost wake-up, no idle
-    /// object left in a disposed pool.
+    /// read cannot move before it: a waiter queues, and Dispose sets its flag, both with interlocked
+    /// operations on _waitersOrDisposed, before they scan the registry. Either they see this slot
+    /// idle, or this reads them and does their work for them: no lost wake-up, no idle object left
+    /// in a disposed pool.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void ServeIfWaitedFor(PoolSlot<T> slot)
     {
-        if ((Volatile.Read(ref _waiterCount) | Volatile.Read(ref _disposed)) != 0)
+        if (Volatile.Read(ref _waitersOrDisposed) != 0)
         {
             ServeWaitersOrDiscard(slot);
         }
@@ -88,12 +88,12 @@ public abstract partial class Pool<T>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ServeWaitersOrDiscard(PoolSlot<T> slot)
     {
-        if (Volatile.Read(ref _waiterCount) != 0)
+        if (WaiterCount != 0)
         {
             ServeWaiters(slot);
         }
 
-        if (Volatile.Read(ref _disposed) != 0 && _storage.TryClaim(slot))
+        if ((Volatile.Read(ref _waitersOrDisposed) & DisposedFlag) != 0 && _storage.TryClaim(slot))
         {
             Discard(slot, PoolMetrics.DiscardReason.Disposed);
         }

@@ -7,10 +7,10 @@ namespace PoolLib;
 
 // The waiting half of Pool<T>: what a taker does when it finds no idle object it can take.
 //
-// Protocol. A waiter joins the queue under _waitersLock, incrementing _waiterCount with an
+// Protocol. A waiter joins the queue under _waitersLock, incrementing _waitersOrDisposed with an
 // interlocked operation, and then calls ServeWaiters itself, which scans the registry. Every
 // publication of an idle slot is an interlocked swap of its state, and every return of budget an
-// interlocked operation too; each reads _waiterCount after it and calls ServeWaiters when it is
+// interlocked operation too; each reads _waitersOrDisposed after it and calls ServeWaiters when it is
 // non-zero. So both sides fence between "publish" and "look", and at least one sees the other: a
 // slot or unit never sits idle while a waiter sleeps (no lost wake-up), and no process-wide barrier
 // is needed. ServeWaiters, under the lock, hands idle slots (the one just released first, else any
@@ -31,12 +31,17 @@ public abstract partial class Pool<T>
     // but not yet served, a slot popped but not yet handed over).
     private readonly UninterruptibleLock _waitersLock = new();
 
-    // Equal to _waiters.Count; written only under the lock (with Interlocked, for the fence that
-    // the protocol above relies on), read without it on every take and release.
-    private int _waiterCount;
+    // Set in _waitersOrDisposed once Dispose has begun, so that the one read every take and every
+    // publication makes sends both to their slow paths.
+    private const int DisposedFlag = 1 << 30;
 
-    /// <summary>Gets how many takers are waiting; for tests that check nothing is left behind.</summary>
-    internal int WaiterCount => Volatile.Read(ref _waiterCount);
+    // _waiters.Count, plus DisposedFlag once Dispose has begun. The count is written only under the
+    // lock, and both with Interlocked, for the fence that the protocol above relies on; read without
+    // the lock on every take and every publication of an idle slot.
+    private int _waitersOrDisposed;
+
+    /// <summary>Gets how many takers are waiting.</summary>
+    internal int WaiterCount => Volatile.Read(ref _waitersOrDisposed) & ~DisposedFlag;
 
     /// <summary>Gets the waiter lock; for tests that contend it.</summary>
     internal UninterruptibleLock WaitersLock => _waitersLock;
@@ -130,7 +135,7 @@ public abstract partial class Pool<T>
     private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         ThrowIfDisposed();
-        while (Volatile.Read(ref _waiterCount) == 0)
+        while (Volatile.Read(ref _waitersOrDisposed) == 0)
         {
             if (_storage.TryTakeOwn(out slot) || _storage.TryClaimAny(out slot))
             {
@@ -240,7 +245,7 @@ public abstract partial class Pool<T>
             // linked after that would never be woken: refuse it here instead.
             ThrowIfDisposed();
             _waiters.AddLast(waiter.Node);
-            Interlocked.Increment(ref _waiterCount);
+            Interlocked.Increment(ref _waitersOrDisposed);
         }
 
         ServeWaiters(released: null, scan: true);
@@ -266,7 +271,7 @@ public abstract partial class Pool<T>
             {
                 PoolSlot<T>? slot = released is not null && _storage.TryClaim(released) ? released : null;
                 released = null;
-                if (slot is not null || (scan && _storage.TryClaimAny(out slot)))
+                if (slot is not null || (scan && _storage.TryClaimAny(out slot, forCaller: false)))
                 {
                     Unlink(node);
                     node.Value.Complete(slot);
@@ -342,6 +347,6 @@ public abstract partial class Pool<T>
     {
         Debug.Assert(_waitersLock.IsHeldByCurrentThread);
         _waiters.Remove(node);
-        Interlocked.Decrement(ref _waiterCount);
+        Interlocked.Decrement(ref _waitersOrDisposed);
     }
 }

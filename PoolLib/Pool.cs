@@ -59,8 +59,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     // Gains PoolDisposed when the pool is disposed; otherwise fixed at construction.
     private int _releaseChecks;
 
-    // 0 while the pool is live, 1 once Dispose has begun; set with Interlocked.Exchange, read after
-    // every publication of an idle slot (see Stored).
+    // 0 while the pool is live, 1 once Dispose has begun; set with Interlocked.Exchange.
     private int _disposed;
 
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
@@ -333,6 +332,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         }
 
         Interlocked.Or(ref _releaseChecks, PoolDisposed);
+        Interlocked.Or(ref _waitersOrDisposed, DisposedFlag);
         StopMaintenance();
         PoolMetrics.Untrack(this);
         FailAllWaiters();
@@ -341,12 +341,12 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>
     /// The path every take tries first: the newest idle object the calling thread returned, unless
-    /// a taker is waiting, which goes first.
+    /// a taker is waiting, which goes first, or the pool is being disposed.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private bool TryTakeFast([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (Volatile.Read(ref _waiterCount) == 0 && _storage.TryTakeOwn(out slot)
+        if (Volatile.Read(ref _waitersOrDisposed) == 0 && _storage.TryTakeOwn(out slot)
             && (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false)))
         {
             return true;

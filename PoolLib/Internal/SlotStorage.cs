@@ -23,7 +23,7 @@ namespace PoolLib.Internal;
 /// A slot never moves between stores, so it is never in transit where a taker, waiter or Dispose
 /// cannot see it. A cache holds as many hints as its thread shows it needs: when it is full, it
 /// grows by as many slots as its thread has had to take from the registry since it last grew, up to
-/// the pool's cap; otherwise its oldest hint makes room. So a thread that takes many objects and
+/// the pool's cap; otherwise its older hints make room. So a thread that takes many objects and
 /// returns them all finds them all again, and one that only returns keeps a few.
 /// </para>
 /// <para>
@@ -190,7 +190,12 @@ internal sealed class SlotStorage<T> where T : class
     /// Takes any idle slot, retired or not, scanning the registry from where the calling thread's last
     /// scan stopped; the caller discards a retired one. Costs a read per slot looked at.
     /// </summary>
-    public bool TryClaimAny([NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <param name="slot">The slot taken.</param>
+    /// <param name="forCaller">
+    /// Whether the calling thread takes it for itself, and so will return it here: its cache then
+    /// grows to hold it next time. Not when it takes it for a waiter.
+    /// </param>
+    public bool TryClaimAny([NotNullWhen(true)] out PoolSlot<T>? slot, bool forCaller = true)
     {
         PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
         int length = Math.Min(slots.Length, Volatile.Read(ref _registeredCount));
@@ -204,7 +209,7 @@ internal sealed class SlotStorage<T> where T : class
                 if (cache is not null)
                 {
                     cache.ScanFrom = index + 1;
-                    cache.TakenFromRegistry = Math.Min(cache.TakenFromRegistry + 1, _maxCacheLength);
+                    cache.TakenFromRegistry = forCaller ? Math.Min(cache.TakenFromRegistry + 1, _maxCacheLength) : cache.TakenFromRegistry;
                 }
 
                 AdjustIdleBalance(-1);
@@ -239,7 +244,7 @@ internal sealed class SlotStorage<T> where T : class
         int[] entries = cache.Entries;
         for (int top = cache.Count - 1; top >= 0; top--)
         {
-            if ((uint)entries[top] < (uint)slots.Length && slots[entries[top]] is { } candidate && candidate.TryClaimIdle())
+            if ((uint)entries[top] < (uint)slots.Length && slots[entries[top]] is { IsIdle: true } candidate && candidate.TryClaimIdle())
             {
                 cache.Count = top;
                 Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
@@ -256,7 +261,7 @@ internal sealed class SlotStorage<T> where T : class
     /// <summary>
     /// The rest of <see cref="KeepOwn"/>: the calling thread has no cache yet, or its cache is full.
     /// A full cache grows by as many slots as its thread has taken from the registry since it last
-    /// grew (its hints were too few for what it holds at once); otherwise the oldest hint makes room.
+    /// grew (its hints were too few for what it holds at once); otherwise its older half makes room.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void KeepOverflowing(PoolSlot<T> slot, int threadId)
@@ -279,8 +284,10 @@ internal sealed class SlotStorage<T> where T : class
             }
             else
             {
-                Array.Copy(entries, 1, entries, 0, entries.Length - 1);
-                cache.Count--;
+                // The older half makes room, so that a thread that only returns shifts its hints once per half a cache.
+                int kept = entries.Length / 2;
+                Array.Copy(entries, entries.Length - kept, entries, 0, kept);
+                cache.Count = kept;
             }
         }
 
