@@ -191,7 +191,7 @@ public sealed partial class PoolTests
         Assert.That(interrupts, Is.GreaterThan(0));
         Assert.That(interruptedTakes, Is.GreaterThan(0), "some interrupts ended a take");
         Assert.That(pool.WaiterCount, Is.Zero);
-        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(pool.TotalCount), "every object is stored exactly once");
+        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(pool.TotalCount), "every object is stored exactly once");
         AssertCounts(pool, total: pool.TotalCount, available: pool.TotalCount);
         pool.OnCleanUp = null;
         var all = new List<PoolSlot<TrackedObject>>();

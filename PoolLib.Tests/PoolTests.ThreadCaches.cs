@@ -98,7 +98,7 @@ public sealed partial class PoolTests
         Assert.That(distinctPerRound, Is.All.EqualTo(Objects), "every round took every object, none twice");
         Assert.That(pool.CreatedCount, Is.EqualTo(Objects), "later rounds reused the first round's objects");
         AssertCounts(pool, total: Objects, available: Objects);
-        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(Objects), "storage, uncapped, holds each object once");
+        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(Objects), "storage, uncapped, holds each object once");
     }
 
     [Test]
@@ -110,7 +110,7 @@ public sealed partial class PoolTests
 
         Assert.That(pool.CreatedCount, Is.EqualTo(2), "the second thread reused one of the first thread's objects");
         AssertCounts(pool, total: 2, available: 2);
-        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(2));
+        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(2));
     }
 
     [Test]

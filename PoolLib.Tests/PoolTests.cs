@@ -302,7 +302,6 @@ public sealed partial class PoolTests
     {
         Assert.That(pool.TotalCount, Is.EqualTo(total), nameof(pool.TotalCount));
         Assert.That(pool.AvailableCount, Is.EqualTo(available), nameof(pool.AvailableCount));
-        Assert.That(pool.Storage.IdleCount, Is.EqualTo(available), "the storage's idle balance, not clamped as AvailableCount is");
-        Assert.That(pool.Storage.CountIdleSlots(), Is.EqualTo(available), "the slots whose state says idle");
+        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(available), "the slots whose state says idle");
     }
 }

@@ -4,122 +4,114 @@ using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
 
-// The storage on its own: a thread finds first the slots it made idle, newest first; a hint whose
-// slot another thread took is passed over; a thread that holds many slots at once keeps hints for
-// all of them; others claim idle slots from the registry, and no slot is ever taken twice.
+// The storage on its own: a thread finds first the slots it took, once they are back, the most
+// recently taken first; a hint whose slot another thread took is passed over; a thread that holds
+// many slots at once keeps hints for all of them; others claim idle slots from the registry, and no
+// slot is ever taken twice.
 public sealed class SlotStorageTests
 {
     [Test]
-    public void TryTakeOwn_AfterKeeps_ReturnsNewestFirstThenNothing()
+    public void TryTakeOwn_SlotsTheThreadTookAreBack_ReturnsThemMostRecentlyTakenFirstThenNothing()
     {
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(3);
-        foreach (PoolSlot<TrackedObject> slot in slots)
-        {
-            MakeIdleAndKeep(storage, slot);
-        }
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
+        MakeIdleUnkept(taken);
 
-        PoolSlot<TrackedObject>?[] taken = [TakeOwn(storage), TakeOwn(storage), TakeOwn(storage), TakeOwn(storage)];
+        PoolSlot<TrackedObject>?[] again = [TakeOwn(storage), TakeOwn(storage), TakeOwn(storage), TakeOwn(storage)];
 
-        Assert.That(taken, Is.EqualTo(new[] { slots[2], slots[1], slots[0], null }));
-        Assert.That(storage.IdleCount, Is.Zero);
+        Assert.That(again, Is.EqualTo(new[] { taken[2], taken[1], taken[0], null }));
+        Assert.That(storage.CountIdle(), Is.Zero);
     }
 
     [Test]
     public void TryTakeOwn_HintWhoseSlotAnotherThreadTook_PassesOverIt()
     {
-        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(2);
-        MakeIdleAndKeep(storage, slots[0]);
-        MakeIdleAndKeep(storage, slots[1]);
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(3);
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
+        MakeIdleUnkept(taken);
+        PoolSlot<TrackedObject>? first = TakeOwn(storage);
 
-        bool claimedElsewhere = OnOwnThread(() => storage.TryClaim(slots[1]));
+        bool claimedElsewhere = OnOwnThread(() => storage.TryClaim(taken[1]));
 
+        Assert.That(first, Is.SameAs(taken[2]));
         Assert.That(claimedElsewhere, Is.True);
-        Assert.That(TakeOwn(storage), Is.SameAs(slots[0]));
+        Assert.That(TakeOwn(storage), Is.SameAs(taken[0]));
         Assert.That(TakeOwn(storage), Is.Null);
-        Assert.That(storage.IdleCount, Is.Zero);
+    }
+
+    // In the middle of a long rental the thread holds what it took last: its hints are not tried, so
+    // that a take does not look at every object it holds before it turns to the registry.
+    [Test]
+    public void TryTakeOwn_MostRecentlyTakenStillHeld_LooksAtNoOtherHint()
+    {
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(2);
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
+
+        Assert.That(taken[0].TryReturnIdle(), Is.True);
+
+        Assert.That(TakeOwn(storage), Is.Null, "the older hint is idle, but the newest is still held");
+        Assert.That(taken[1].TryReturnIdle(), Is.True);
+        Assert.That(TakeOwn(storage), Is.SameAs(taken[1]));
+        Assert.That(TakeOwn(storage), Is.SameAs(taken[0]));
     }
 
     [Test]
-    public void KeepOwn_ThreadHoldingManySlotsAtOnce_FindsEveryOneAgainInItsCache()
+    public void TryTakeOwn_ThreadHoldingManySlotsAtOnce_FindsEveryOneAgainOnceBack()
     {
         const int Held = 200;
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(Held);
-        MakeIdleUnkept(storage, slots);
-        var held = new List<PoolSlot<TrackedObject>>();
-        while (storage.TryClaimAny(out PoolSlot<TrackedObject>? slot))
-        {
-            held.Add(slot);
-        }
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
+        MakeIdleUnkept(taken);
 
-        foreach (PoolSlot<TrackedObject> slot in held)
-        {
-            MakeIdleAndKeep(storage, slot);
-        }
+        PoolSlot<TrackedObject>?[] again = [.. Enumerable.Range(0, Held).Select(_ => TakeOwn(storage))];
+        MakeIdleUnkept(taken);
+        PoolSlot<TrackedObject>?[] third = [.. Enumerable.Range(0, Held).Select(_ => TakeOwn(storage))];
 
-        PoolSlot<TrackedObject>?[] taken = [.. Enumerable.Range(0, Held).Select(_ => TakeOwn(storage))];
-
-        Assert.That(held, Has.Count.EqualTo(Held));
-        Assert.That(taken, Is.EqualTo(Enumerable.Reverse(held)), "every slot taken from the registry is found again in the cache, newest first");
+        Assert.That(taken, Has.Length.EqualTo(Held));
+        Assert.That(again, Is.EqualTo(taken.Reverse()), "every slot taken from the registry is found again in the cache");
+        Assert.That(third, Is.EquivalentTo(taken), "and again in the next round, from the hints of the round before");
     }
 
     [Test]
-    public void KeepOwn_CacheFullOfHintsWhoseSlotsWereTaken_OverwritesThemInsteadOfGrowing()
+    public void TryTakeOwn_ReturnedByAnotherThread_FoundByTheThreadThatTookIt()
     {
-        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(20);
-        foreach (PoolSlot<TrackedObject> slot in slots)
-        {
-            MakeIdleAndKeep(storage, slot);
+        (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(1);
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
 
-            // Another thread takes each one at once, as from a thread that only returns objects.
-            Assert.That(OnOwnThread(() => storage.TryClaim(slot)), Is.True);
-        }
+        OnOwnThread(() => taken[0].TryReturnIdle());
 
-        foreach (PoolSlot<TrackedObject> slot in slots)
-        {
-            Assert.That(slot.TryReturnIdle(), Is.True);
-        }
-
-        // Every slot is idle again, but only the newest hints survive: the cache stayed at its first size.
-        PoolSlot<TrackedObject>?[] found = [.. Enumerable.Range(0, 20).Select(_ => TakeOwn(storage)).TakeWhile(slot => slot is not null)];
-
-        Assert.That(found, Is.EqualTo(slots.Reverse().Take(8)));
+        Assert.That(TakeOwn(storage), Is.SameAs(taken[0]));
     }
 
     [Test]
-    public void TryClaimAny_SlotsOtherThreadsMadeIdle_ClaimsEachOnce()
+    public void TryClaimAny_SlotsIdleAnywhere_ClaimsEachOnce()
     {
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(5);
-        OnOwnThread(() =>
-        {
-            foreach (PoolSlot<TrackedObject> slot in slots)
-            {
-                MakeIdleAndKeep(storage, slot);
-            }
+        MakeIdleUnkept(slots);
 
-            return true;
-        });
-
-        var claimed = new List<PoolSlot<TrackedObject>>();
-        while (storage.TryClaimAny(out PoolSlot<TrackedObject>? slot))
-        {
-            claimed.Add(slot);
-        }
+        PoolSlot<TrackedObject>[] claimed = ClaimAll(storage);
 
         Assert.That(claimed, Is.EquivalentTo(slots));
-        Assert.That(storage.IdleCount, Is.Zero, "the claims of one thread balance the keeps of another");
-        Assert.That(storage.CountIdleSlots(), Is.Zero);
+        Assert.That(storage.CountIdle(), Is.Zero);
     }
 
     [Test]
     public void TryTakeOwn_RetiredSlot_LeftForTryClaimAny()
     {
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(1);
-        MakeIdleAndKeep(storage, slots[0]);
-        slots[0].Retire();
+        MakeIdleUnkept(slots);
+        PoolSlot<TrackedObject>[] taken = ClaimAll(storage);
+        MakeIdleUnkept(taken);
+        taken[0].Retire();
 
         Assert.That(TakeOwn(storage), Is.Null);
         Assert.That(storage.TryClaimAny(out PoolSlot<TrackedObject>? claimed), Is.True);
-        Assert.That(claimed, Is.SameAs(slots[0]));
+        Assert.That(claimed, Is.SameAs(taken[0]));
         Assert.That(claimed!.IsRetired, Is.True);
     }
 
@@ -137,9 +129,9 @@ public sealed class SlotStorageTests
         Assert.That(storage.Registered, Does.Contain(next).And.Not.Contain(slots[1]));
     }
 
-    // Each worker keeps what it makes idle and takes its own hints first; the claimers take from the
-    // registry whatever is idle. Every slot carries a holder stamp, so a slot taken by two threads at
-    // once is caught; at the end every slot is idle exactly once and the balance is exact.
+    // Each worker takes its own hints first (even workers) or only scans the registry (odd ones), and
+    // returns what it took; every slot carries a holder stamp, so a slot taken by two threads at once
+    // is caught; at the end every slot is idle.
     [Test]
     [CancelAfter(120_000)]
     public void OwnersAndClaimers_RacingForTheSameSlots_NeverTakeOneTwiceAndLoseNone(CancellationToken cancellationToken)
@@ -147,7 +139,7 @@ public sealed class SlotStorageTests
         const int Threads = 4;
         const int Rounds = 100_000;
         (SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots) = StorageWith(16);
-        MakeIdleUnkept(storage, slots);
+        MakeIdleUnkept(slots);
 
         var violations = new ConcurrentQueue<string>();
         using var start = new Barrier(Threads);
@@ -157,7 +149,6 @@ public sealed class SlotStorageTests
             start.SignalAndWait(cancellationToken);
             for (int round = 0; round < Rounds; round++)
             {
-                // Odd workers only claim from the registry; even ones try their own hints first.
                 int wanted = 1 + round % 3;
                 while (held.Count < wanted
                     && ((holder % 2 == 0 && storage.TryTakeOwn(out PoolSlot<TrackedObject>? slot)) || storage.TryClaimAny(out slot)))
@@ -181,8 +172,6 @@ public sealed class SlotStorageTests
                     {
                         violations.Enqueue($"slot {slot.Index} was not rented when {holder} returned it");
                     }
-
-                    storage.KeepOwn(slot);
                 }
 
                 held.Clear();
@@ -192,8 +181,7 @@ public sealed class SlotStorageTests
         Assert.That(Task.WaitAll(workers, TimeSpan.FromSeconds(100)), Is.True, "the stress run did not finish");
         Assert.That(violations, Is.Empty);
         Assert.That(slots.Select(slot => slot.IsIdle), Is.All.True, "every slot returned is idle");
-        Assert.That(storage.IdleCount, Is.EqualTo(slots.Length), "the balance of keeps and claims over every thread is exact");
-        Assert.That(storage.CountIdleSlots(), Is.EqualTo(slots.Length));
+        Assert.That(storage.CountIdle(), Is.EqualTo(slots.Length));
     }
 
     /// <summary>A storage with <paramref name="count"/> registered slots, rented, as if just made.</summary>
@@ -212,21 +200,25 @@ public sealed class SlotStorageTests
 
     private static PoolSlot<TrackedObject> NewSlot(Pool<TrackedObject> owner) => new(owner, new TrackedObject());
 
-    /// <summary>What a release does to storage: the slot made idle, then kept as the calling thread's hint.</summary>
-    private static void MakeIdleAndKeep(SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject> slot)
-    {
-        Assert.That(slot.TryReturnIdle(), Is.True);
-        storage.KeepOwn(slot);
-    }
-
-    /// <summary>What pre-warming does to storage: slots made idle that no thread keeps a hint of.</summary>
-    private static void MakeIdleUnkept(SlotStorage<TrackedObject> storage, PoolSlot<TrackedObject>[] slots)
+    /// <summary>What a release or pre-warming does to storage: the slots made idle, nothing else.</summary>
+    private static void MakeIdleUnkept(PoolSlot<TrackedObject>[] slots)
     {
         foreach (PoolSlot<TrackedObject> slot in slots)
         {
             Assert.That(slot.TryReturnIdle(), Is.True);
-            storage.CountIdle();
         }
+    }
+
+    /// <summary>Takes every idle slot from the registry, on the calling thread, which so hints each.</summary>
+    private static PoolSlot<TrackedObject>[] ClaimAll(SlotStorage<TrackedObject> storage)
+    {
+        var claimed = new List<PoolSlot<TrackedObject>>();
+        while (storage.TryClaimAny(out PoolSlot<TrackedObject>? slot))
+        {
+            claimed.Add(slot);
+        }
+
+        return [.. claimed];
     }
 
     private static PoolSlot<TrackedObject>? TakeOwn(SlotStorage<TrackedObject> storage) =>

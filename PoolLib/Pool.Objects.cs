@@ -69,7 +69,6 @@ public abstract partial class Pool<T>
             return true;
         }
 
-        _storage.CountIdle();
         ServeIfWaitedFor(slot);
         return true;
     }
@@ -120,6 +119,7 @@ public abstract partial class Pool<T>
     private PoolSlot<T> CreateRentedSlot()
     {
         PoolSlot<T> slot = CreateSlot();
+        _storage.NoteTaken(slot);
         if ((_takeChecks & TrackRentals) != 0)
         {
             BeginTrackedRental(slot);

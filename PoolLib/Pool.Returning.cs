@@ -6,8 +6,7 @@ using PoolLib.Internal;
 namespace PoolLib;
 
 // What a release does beyond its fast path, and what follows every publication of an idle slot:
-// a hint for the releasing thread's next take, and the hand-over to a waiter or the discard in a
-// disposed pool that the publication may owe.
+// the hand-over to a waiter, or the discard in a disposed pool, that the publication may owe.
 public abstract partial class Pool<T>
 {
     /// <summary>What a release does when its fast path does not apply: options on, the pool disposed, the slot retired or not rented.</summary>
@@ -38,7 +37,7 @@ public abstract partial class Pool<T>
 
         if (slot.TryPublish())
         {
-            Stored(slot);
+            ServeIfWaitedFor(slot);
         }
         else
         {
@@ -58,14 +57,6 @@ public abstract partial class Pool<T>
             DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
             throw;
         }
-    }
-
-    /// <summary>What follows the publication of a slot the calling thread made idle: a hint for its next take, then what waiters or Dispose need.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Stored(PoolSlot<T> slot)
-    {
-        _storage.KeepOwn(slot);
-        ServeIfWaitedFor(slot);
     }
 
     /// <summary>
@@ -104,7 +95,7 @@ public abstract partial class Pool<T>
     {
         if (slot.TryBeginAnyReturn() && !slot.IsRetired && slot.TryPublish())
         {
-            Stored(slot);
+            ServeIfWaitedFor(slot);
             return;
         }
 

@@ -214,6 +214,7 @@ public abstract partial class Pool<T>
         PoolMetrics.Waited(_name, waiter.StartTimestamp);
         if (handedOver is not null)
         {
+            _storage.NoteTaken(handedOver);
             if (handedOver.IsRetired)
             {
                 DiscardRefused(handedOver, PoolMetrics.DiscardReason.Expired, keepBudget: true);

@@ -125,11 +125,10 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a read per thread that has returned objects to the pool, whatever the pool's size.
-    /// Exact when no take or release is in flight; under concurrent use a snapshot, never negative
-    /// and never greater than <see cref="TotalCount"/>.
+    /// Costs a read per object the pool holds; no take or release pays to keep a count. Exact when no
+    /// take or release is in flight; under concurrent use a snapshot, never greater than <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount => Math.Clamp(_storage.IdleCount, 0, TotalCount);
+    public int AvailableCount => Math.Min(_storage.CountIdle(), TotalCount);
 
     int PoolMetrics.IObservedPool.WaiterCount => WaiterCount;
 
@@ -237,7 +236,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             {
                 if (slot.TryReturnIdle())
                 {
-                    Stored(slot);
+                    ServeIfWaitedFor(slot);
                     return;
                 }
             }
@@ -246,7 +245,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
                 CleanUpOrDiscard(slot);
                 if (slot.TryPublish())
                 {
-                    Stored(slot);
+                    ServeIfWaitedFor(slot);
                 }
                 else
                 {

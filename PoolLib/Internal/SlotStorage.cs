@@ -6,40 +6,20 @@ using System.Runtime.CompilerServices;
 namespace PoolLib.Internal;
 
 /// <summary>
-/// Where a pool's slots live: a registry of every slot made and not yet discarded, and per thread a
-/// cache of the slots that thread made idle, as hints of where to look first.
+/// Where a pool's slots live: a registry of every slot made and not yet discarded, which is the
+/// storage itself (a slot is idle because its state says so, and is taken by a compare-and-swap of
+/// that state wherever the taker found it), and per thread a cache of hints: the slots that thread
+/// took, which it tries first once they are back. Invariant: a slot is in the registry from creation
+/// to discard and never moves, so no idle slot is out of reach of a taker, a waiter or Dispose; a
+/// hint may be stale. A release touches no cache. Lock-free but for making and discarding slots.
 /// </summary>
-/// <remarks>
-/// <para>
-/// Algorithm, after HikariCP's ConcurrentBag: the registry is the storage. A slot is idle because
-/// its state says so, and it is taken by one compare-and-swap of that state (see
-/// <see cref="PoolSlot{T}"/>), wherever the taker found it. A thread that returns a slot remembers it
-/// in its own cache, and its next take tries those slots first, newest first: it touches only its
-/// cache and the slots it used last, and no line another thread writes. Other threads never touch
-/// that cache; when their own is empty they scan the registry and claim any idle slot. So a hint may
-/// be stale (its slot taken by another thread since); its claim then fails and the owner tries the next.
-/// </para>
-/// <para>
-/// A slot never moves between stores, so it is never in transit where a taker, waiter or Dispose
-/// cannot see it. A cache holds as many hints as its thread shows it needs: when it is full, it
-/// grows by as many slots as its thread has had to take from the registry since it last grew, up to
-/// the pool's cap; otherwise its older hints make room. So a thread that takes many objects and
-/// returns them all finds them all again, and one that only returns keeps a few.
-/// </para>
-/// <para>
-/// Guarantees: takes and returns are lock-free (the registry lock is taken only when a slot is
-/// made or discarded, and a cache's the first time its thread returns a slot); each time a slot is
-/// made idle, one taker at most gets it. Not guaranteed: LIFO order across threads, fairness
-/// between threads scanning at once, or an exact <see cref="IdleCount"/> while takes and returns run.
-/// </para>
-/// </remarks>
 internal sealed class SlotStorage<T> where T : class
 {
     // Threads whose managed id is this or more keep no cache, which bounds the table of a process
     // that has run very many threads at once.
     private const int MaxCachedThreadId = 4096;
 
-    // The second bounds the memory of a thread that returns very many objects.
+    // The second bounds the memory of a thread that takes very many objects.
     private const int InitialCacheLength = 8;
     private const int MaxCacheLength = 1 << 16;
 
@@ -59,31 +39,10 @@ internal sealed class SlotStorage<T> where T : class
     // Uninterruptible: every holder is halfway through making or discarding a slot.
     private readonly UninterruptibleLock _lock = new();
 
-    // Slots made idle minus slots taken out of idle by threads that have no cache; see IdleCount.
-    private int _uncachedIdleBalance;
-
     /// <param name="maxCapacity">The pool's cap: no thread needs hints for more slots than that.</param>
     public SlotStorage(int maxCapacity)
     {
         _maxCacheLength = (int)Math.Min(MaxCacheLength, BitOperations.RoundUpToPowerOf2((uint)Math.Max(maxCapacity, InitialCacheLength)));
-    }
-
-    /// <summary>
-    /// Gets how many slots are idle: exact when no take or return is in flight, otherwise a snapshot
-    /// that may be off by those in flight. Costs a read per thread that has returned a slot.
-    /// </summary>
-    public int IdleCount
-    {
-        get
-        {
-            int count = Volatile.Read(ref _uncachedIdleBalance);
-            foreach (ThreadSlotCache? cache in Volatile.Read(ref _caches))
-            {
-                count += cache is null ? 0 : Volatile.Read(ref cache.IdleBalance);
-            }
-
-            return count;
-        }
     }
 
     /// <summary>
@@ -94,6 +53,21 @@ internal sealed class SlotStorage<T> where T : class
 
     /// <summary>Gets the lock that guards the registry and the cache table; for tests that contend it.</summary>
     public UninterruptibleLock Lock => _lock;
+
+    /// <summary>
+    /// Counts the slots whose state says idle, retired ones included: exact when no take or release
+    /// is in flight, otherwise a snapshot. Costs a read per slot.
+    /// </summary>
+    public int CountIdle()
+    {
+        int count = 0;
+        foreach (PoolSlot<T>? slot in Registered)
+        {
+            count += slot is { IsIdle: true } ? 1 : 0;
+        }
+
+        return count;
+    }
 
     /// <summary>Makes a new slot findable; call once, before it is first made idle.</summary>
     public void Register(PoolSlot<T> slot)
@@ -126,9 +100,17 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>
-    /// Takes the newest idle slot among those the calling thread made idle, if it kept any: the fast
-    /// path of a take. A retired slot is passed over, for <see cref="TryClaimAny"/> to find.
+    /// Takes an idle slot among those the calling thread took before, the most recently taken first:
+    /// the fast path of a take. A retired slot is passed over, for <see cref="TryClaimAny"/> to find.
     /// </summary>
+    /// <remarks>
+    /// A cache's first <see cref="ThreadSlotCache.Ready"/> hints are slots its thread took before and
+    /// has not taken again since they were last made ready; the rest are slots it took since. When
+    /// none is ready, all are made ready again if the most recently taken is back: a thread that
+    /// returned its last take has most likely returned the others too, and one that still holds it
+    /// (in the middle of a long rental) looks no further than that one slot. Only the owner touches
+    /// its cache, so a take reads and writes no line another thread writes but the slot's own.
+    /// </remarks>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
@@ -136,21 +118,22 @@ internal sealed class SlotStorage<T> where T : class
         int threadId = CurrentThreadId.Value;
         if ((uint)threadId < (uint)caches.Length && caches[threadId] is { } cache)
         {
-            int top = cache.Count - 1;
+            int ready = cache.Ready;
+            bool renewing = ready == 0;
+            ready = (renewing ? cache.Count : ready) - 1;
             int[] entries = cache.Entries;
             PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
-            if ((uint)top < (uint)entries.Length && (uint)entries[top] < (uint)slots.Length
-                && slots[entries[top]] is { } newest && newest.TryClaimIdle())
+            if ((uint)ready < (uint)entries.Length && (uint)entries[ready] < (uint)slots.Length
+                && slots[entries[ready]] is { } newest && newest.TryClaimIdle())
             {
-                cache.Count = top;
-                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
+                cache.Ready = ready;
                 slot = newest;
                 return true;
             }
 
-            if (top >= 0)
+            if (!renewing)
             {
-                return TryTakeOlder(cache, slots, out slot);
+                return TryTakeReady(cache, slots, out slot);
             }
         }
 
@@ -159,41 +142,13 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>
-    /// Remembers a slot the calling thread has just made idle, so that its next take tries it first;
-    /// the fast path of a return.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public void KeepOwn(PoolSlot<T> slot)
-    {
-        ThreadSlotCache?[] caches = _caches;
-        int threadId = CurrentThreadId.Value;
-        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { } cache)
-        {
-            int count = cache.Count;
-            int[] entries = cache.Entries;
-            if ((uint)count < (uint)entries.Length)
-            {
-                entries[count] = slot.Index;
-                cache.Count = count + 1;
-                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
-                return;
-            }
-        }
-
-        KeepOverflowing(slot, threadId);
-    }
-
-    /// <summary>Counts a slot made idle that no thread keeps a hint of (a pre-warmed one); every taker finds it in the registry.</summary>
-    public void CountIdle() => AdjustIdleBalance(1);
-
-    /// <summary>
     /// Takes any idle slot, retired or not, scanning the registry from where the calling thread's last
     /// scan stopped; the caller discards a retired one. Costs a read per slot looked at.
     /// </summary>
     /// <param name="slot">The slot taken.</param>
     /// <param name="forCaller">
-    /// Whether the calling thread takes it for itself, and so will return it here: its cache then
-    /// grows to hold it next time. Not when it takes it for a waiter.
+    /// Whether the calling thread takes it for itself: it is then hinted in that thread's cache, to be
+    /// found there once it is back. Not when it takes it for a waiter.
     /// </param>
     public bool TryClaimAny([NotNullWhen(true)] out PoolSlot<T>? slot, bool forCaller = true)
     {
@@ -204,15 +159,18 @@ internal sealed class SlotStorage<T> where T : class
         for (int i = 0; i < length; i++)
         {
             int index = start + i < length ? start + i : start + i - length;
-            if (slots[index] is { } candidate && candidate.IsIdle && candidate.TryClaimAnyIdle())
+            if (slots[index] is { IsIdle: true } candidate && candidate.TryClaimAnyIdle())
             {
                 if (cache is not null)
                 {
                     cache.ScanFrom = index + 1;
-                    cache.TakenFromRegistry = forCaller ? Math.Min(cache.TakenFromRegistry + 1, _maxCacheLength) : cache.TakenFromRegistry;
                 }
 
-                AdjustIdleBalance(-1);
+                if (forCaller)
+                {
+                    NoteTaken(candidate);
+                }
+
                 slot = candidate;
                 return true;
             }
@@ -222,105 +180,68 @@ internal sealed class SlotStorage<T> where T : class
         return false;
     }
 
-    /// <summary>Takes one given slot if it is idle, retired or not; the caller discards a retired one.</summary>
-    public bool TryClaim(PoolSlot<T> slot)
+    /// <summary>Hints a slot the calling thread has just taken from elsewhere than its cache (made, or handed to it), to be tried first once it is back.</summary>
+    public void NoteTaken(PoolSlot<T> slot)
     {
-        if (!slot.TryClaimAnyIdle())
+        if (OwnCache() is not { } cache)
         {
-            return false;
-        }
-
-        AdjustIdleBalance(-1);
-        return true;
-    }
-
-    /// <summary>Counts the slots whose state says idle, one by one; for tests that check the balance.</summary>
-    public int CountIdleSlots() => Registered.Count(slot => slot is not null && slot.IsIdle);
-
-    /// <summary>The rest of <see cref="TryTakeOwn"/>: the newest hint was stale, so try the older ones, newest first.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private static bool TryTakeOlder(ThreadSlotCache cache, PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
-    {
-        int[] entries = cache.Entries;
-        for (int top = cache.Count - 1; top >= 0; top--)
-        {
-            if ((uint)entries[top] < (uint)slots.Length && slots[entries[top]] is { IsIdle: true } candidate && candidate.TryClaimIdle())
-            {
-                cache.Count = top;
-                Volatile.Write(ref cache.IdleBalance, cache.IdleBalance - 1);
-                slot = candidate;
-                return true;
-            }
-        }
-
-        cache.Count = 0;
-        slot = null;
-        return false;
-    }
-
-    /// <summary>
-    /// The rest of <see cref="KeepOwn"/>: the calling thread has no cache yet, or its cache is full.
-    /// A full cache grows by as many slots as its thread has taken from the registry since it last
-    /// grew (its hints were too few for what it holds at once); otherwise its older half makes room.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void KeepOverflowing(PoolSlot<T> slot, int threadId)
-    {
-        if (threadId >= MaxCachedThreadId)
-        {
-            Interlocked.Increment(ref _uncachedIdleBalance);
             return;
         }
 
-        ThreadSlotCache cache = OwnCache()!;
         int[] entries = cache.Entries;
         if (cache.Count == entries.Length)
         {
-            if (cache.TakenFromRegistry != 0 && entries.Length < _maxCacheLength)
+            if (entries.Length == _maxCacheLength)
             {
-                Array.Resize(ref entries, Math.Min(_maxCacheLength, (int)BitOperations.RoundUpToPowerOf2((uint)(entries.Length + cache.TakenFromRegistry))));
-                cache.Entries = entries;
-                cache.TakenFromRegistry = 0;
+                return;
             }
-            else
-            {
-                // The older half makes room, so that a thread that only returns shifts its hints once per half a cache.
-                int kept = entries.Length / 2;
-                Array.Copy(entries, entries.Length - kept, entries, 0, kept);
-                cache.Count = kept;
-            }
+
+            Array.Resize(ref entries, entries.Length * 2);
+            cache.Entries = entries;
         }
 
-        entries[cache.Count] = slot.Index;
-        cache.Count++;
-        Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + 1);
+        entries[cache.Count++] = slot.Index;
     }
 
-    /// <summary>Adds to the calling thread's count of slots it made idle minus those it took out of idle.</summary>
-    private void AdjustIdleBalance(int delta)
+    /// <summary>Takes one given slot if it is idle, retired or not; the caller discards a retired one.</summary>
+    public bool TryClaim(PoolSlot<T> slot) => slot.TryClaimAnyIdle();
+
+    /// <summary>
+    /// The rest of <see cref="TryTakeOwn"/>: the newest ready hint was stale (another thread holds its
+    /// slot, or it was discarded). Drops it and tries the other ready hints, newest first, dropping
+    /// stale ones likewise; a hint's place goes to the last hint, which is not ready.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static bool TryTakeReady(ThreadSlotCache cache, PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (OwnCacheOrNull() is { } cache)
+        int[] entries = cache.Entries;
+        while (cache.Ready > 0)
         {
-            Volatile.Write(ref cache.IdleBalance, cache.IdleBalance + delta);
+            int ready = --cache.Ready;
+            if ((uint)entries[ready] < (uint)slots.Length && slots[entries[ready]] is { IsIdle: true } candidate && candidate.TryClaimIdle())
+            {
+                slot = candidate;
+                return true;
+            }
+
+            entries[ready] = entries[--cache.Count];
         }
-        else
-        {
-            Interlocked.Add(ref _uncachedIdleBalance, delta);
-        }
+
+        slot = null;
+        return false;
     }
 
     /// <summary>Gets the calling thread's cache, made now if need be; <see langword="null"/> for a thread whose id is too high to have one.</summary>
     private ThreadSlotCache? OwnCache()
     {
-        int threadId = CurrentThreadId.Value;
-        return OwnCacheOrNull() ?? (threadId < MaxCachedThreadId ? CreateOwnCache(threadId) : null);
-    }
-
-    private ThreadSlotCache? OwnCacheOrNull()
-    {
         ThreadSlotCache?[] caches = _caches;
         int threadId = CurrentThreadId.Value;
-        return (uint)threadId < (uint)caches.Length ? caches[threadId] : null;
+        if ((uint)threadId < (uint)caches.Length && caches[threadId] is { } cache)
+        {
+            return cache;
+        }
+
+        return threadId < MaxCachedThreadId ? CreateOwnCache(threadId) : null;
     }
 
     private ThreadSlotCache CreateOwnCache(int threadId)
@@ -340,26 +261,20 @@ internal sealed class SlotStorage<T> where T : class
     }
 
     /// <summary>
-    /// One thread's hints: the first <see cref="Count"/> entries are slots it made idle, newest last.
-    /// Only the owner thread reads or writes it, but for <see cref="IdleBalance"/>, which others read
-    /// to count idle slots.
+    /// One thread's hints, the registry indices of slots it took: <see cref="Ready"/> of them first,
+    /// to try on its next takes, newest last; then, up to <see cref="Count"/>, those it took since
+    /// they were last made ready. Only the owner thread reads or writes it.
     /// </summary>
     private sealed class ThreadSlotCache
     {
-        // Registry indices rather than references: storing an int needs no GC write barrier. An index
-        // whose slot was discarded since may hold another slot now; a hint is only ever a place to look.
+        // Indices rather than references: storing an int needs no GC write barrier. An index whose
+        // slot was discarded since may hold another slot now; a hint is only ever a place to look.
         public int[] Entries = new int[InitialCacheLength];
         public int Count;
+        public int Ready;
 
         // Where the owner's next registry scan starts, so that its scans do not all begin at one slot.
         public int ScanFrom;
-
-        // How many slots the owner has taken from the registry since its cache last grew, at most
-        // the longest cache: how many more hints it would have needed.
-        public int TakenFromRegistry;
-
-        // Slots this thread made idle minus slots it took out of idle; written by the owner only.
-        public int IdleBalance;
 
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
         private CacheLinePadding _padding;
