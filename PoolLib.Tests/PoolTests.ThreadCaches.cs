@@ -2,8 +2,9 @@ using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
 
-// A release leaves a hint of its object in the releasing thread's own cache. These tests prove that
-// an object kept so is still the pool's: other threads reuse it, waiters get it, Dispose disposes it.
+// A take leaves a hint of its object in the taking thread's own cache, to find it there once it is
+// back. These tests prove that an object hinted so is still the pool's: other threads reuse it,
+// waiters get it, Dispose disposes it.
 public sealed partial class PoolTests
 {
     [Test]

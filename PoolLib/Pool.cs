@@ -21,8 +21,8 @@ namespace PoolLib;
 /// sleeps until a release wakes it; nothing polls.
 /// </para>
 /// <para>
-/// Every member is safe to call from any number of threads at once. A thread that returns objects
-/// finds those same objects first when it takes again. <see cref="CleanUp"/> runs on the releasing
+/// Every member is safe to call from any number of threads at once. A thread that takes again finds
+/// first the objects it took last, once they are back. <see cref="CleanUp"/> runs on the releasing
 /// thread before the object is visible to another taker; <see cref="ObjectConstructor"/> and
 /// <see cref="HoldSlotInObject"/> run on the taking (or pre-warming) thread, never under a lock.
 /// </para>
