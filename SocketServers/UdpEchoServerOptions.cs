@@ -49,9 +49,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>How many receives are outstanding at once, 1 to <see cref="MaxConcurrentReceives"/>, or 0, the
-    /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>), at most
-    /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
-    /// receive threads.</summary>
+    /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>), and with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors, at most <see cref="MaxAutomaticConcurrentReceives"/>.
+    /// With <see cref="UdpProcessing.ReceiveThreads"/>, the number of receive threads.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>
@@ -61,6 +61,10 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// one receive at a time. The port stays the server's alone unless <see cref="EchoServerOptions.ReusePort"/> is set:
     /// the server first binds it as one socket, which fails while anybody else has it. Elsewhere the receives share one
     /// socket.
+    /// </para>
+    /// <para>
+    /// With <see cref="UdpProcessing.ReplyBlock"/> each datagram keeps two threads busy (the socket layer's, which
+    /// receives it, and its reply block's), hence half as many by default.
     /// </para>
     /// <para>
     /// Why no more than 16 by default: each socket has its own kernel receive buffer, so the datagrams the kernel holds
@@ -120,10 +124,10 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>The receives a server with these options makes: <see cref="ConcurrentReceives"/>, or for 0 one per
-    /// processor, at most <see cref="MaxAutomaticConcurrentReceives"/>.</summary>
+    /// processor (one per two with <see cref="UdpProcessing.ReplyBlock"/>), at most <see cref="MaxAutomaticConcurrentReceives"/>.</summary>
     internal int EffectiveConcurrentReceives => _concurrentReceives != 0
         ? _concurrentReceives
-        : Math.Min(Environment.ProcessorCount, MaxAutomaticConcurrentReceives);
+        : Math.Min(_processing == UdpProcessing.ReplyBlock ? (Environment.ProcessorCount + 1) / 2 : Environment.ProcessorCount, MaxAutomaticConcurrentReceives);
 
     /// <summary>Source ports below this are dropped unless <see cref="AllowPrivilegedSourcePorts"/> is set;
     /// <see cref="FirstUnprivilegedPort"/>, and settable only so that a test can drop datagrams from a port it can
