@@ -135,7 +135,7 @@ internal sealed class HostCommandLine
             UdpEchoServerOptions.MaxConcurrentReceives,
             0,
             "N",
-            $"UDP receive threads, or outstanding receives with block; 0 one per core (block: per two cores), at most {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}");
+            $"UDP receive threads, or outstanding receives with block; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}");
         Add(udpReceives, value => [(Udp + "ConcurrentReceives", Text(value))]);
 
         Option<int> udpReplyLimit = WholeNumber(

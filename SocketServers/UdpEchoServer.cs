@@ -17,7 +17,7 @@ namespace SocketServers;
 /// </para>
 /// <list type="bullet">
 /// <item><description><see cref="UdpProcessing.ReceiveThreads"/> (the default):
-/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> dedicated threads (by default one per processor) each receive
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> dedicated threads (by default one per processor but one) each receive
 /// a datagram with a blocking receive, send the reply and receive again. A burst waits in the socket's receive buffer,
 /// and the kernel drops what does not fit, as UDP does.</description></item>
 /// <item><description><see cref="UdpProcessing.ReplyBlock"/>: that many asynchronous receives are outstanding

@@ -16,8 +16,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The largest accepted <see cref="ConcurrentReceives"/>: 256.</summary>
     public const int MaxConcurrentReceives = 256;
 
-    /// <summary>The most receives <see cref="ConcurrentReceives"/> = 0 (the default) gives: 16, one per processor up
-    /// to that.</summary>
+    /// <summary>The most receives <see cref="ConcurrentReceives"/> = 0 (the default) gives: 16.</summary>
     public const int MaxAutomaticConcurrentReceives = 16;
 
     /// <summary>The lowest unprivileged port, 1024: ports below it are reserved for system services.</summary>
@@ -49,9 +48,10 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>How many receives are outstanding at once, 1 to <see cref="MaxConcurrentReceives"/>, or 0, the
-    /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>), and with
-    /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors, at most <see cref="MaxAutomaticConcurrentReceives"/>.
-    /// With <see cref="UdpProcessing.ReceiveThreads"/>, the number of receive threads.</summary>
+    /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>) but one, and with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors; at least 1, at most
+    /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
+    /// receive threads.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>
@@ -63,8 +63,11 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// socket.
     /// </para>
     /// <para>
-    /// With <see cref="UdpProcessing.ReplyBlock"/> each datagram keeps two threads busy (the socket layer's, which
-    /// receives it, and its reply block's), hence half as many by default.
+    /// Why one processor fewer: a receive that finds no datagram waiting sleeps, and each datagram then costs a
+    /// wake-up, so receives the load does not keep busy take processor time from whatever else runs on the
+    /// machine, such as the clients; a server with its cores to itself loses one receive in as many as it has. With
+    /// <see cref="UdpProcessing.ReplyBlock"/> each datagram keeps two threads busy (the socket layer's, which receives
+    /// it, and its reply block's), hence half as many.
     /// </para>
     /// <para>
     /// Why no more than 16 by default: each socket has its own kernel receive buffer, so the datagrams the kernel holds
@@ -124,10 +127,14 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>The receives a server with these options makes: <see cref="ConcurrentReceives"/>, or for 0 one per
-    /// processor (one per two with <see cref="UdpProcessing.ReplyBlock"/>), at most <see cref="MaxAutomaticConcurrentReceives"/>.</summary>
+    /// processor but one (one per two with <see cref="UdpProcessing.ReplyBlock"/>), at least one and at most
+    /// <see cref="MaxAutomaticConcurrentReceives"/>.</summary>
     internal int EffectiveConcurrentReceives => _concurrentReceives != 0
         ? _concurrentReceives
-        : Math.Min(_processing == UdpProcessing.ReplyBlock ? (Environment.ProcessorCount + 1) / 2 : Environment.ProcessorCount, MaxAutomaticConcurrentReceives);
+        : Math.Clamp(
+            _processing == UdpProcessing.ReplyBlock ? Environment.ProcessorCount / 2 : Environment.ProcessorCount - 1,
+            1,
+            MaxAutomaticConcurrentReceives);
 
     /// <summary>Source ports below this are dropped unless <see cref="AllowPrivilegedSourcePorts"/> is set;
     /// <see cref="FirstUnprivilegedPort"/>, and settable only so that a test can drop datagrams from a port it can
