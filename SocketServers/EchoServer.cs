@@ -313,12 +313,16 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <summary>Creates this server's socket bound to <paramref name="endPoint"/>, listening when
     /// <paramref name="listenBacklog"/> is positive; a failure leaves nothing open, and a bind failure
     /// becomes the exception <see cref="StartAsync"/> documents.</summary>
-    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0)
+    /// <param name="endPoint">The address and port to bind.</param>
+    /// <param name="listenBacklog">The listen backlog; 0 for a socket that does not listen.</param>
+    /// <param name="sharePort">Whether to share the port with other sockets that ask for it (SO_REUSEPORT, Linux only)
+    /// even when <see cref="EchoServerOptions.ReusePort"/> is not set: for the server's own sockets.</param>
+    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0, bool sharePort = false)
     {
         var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
         try
         {
-            if (_reusePort)
+            if (_reusePort || sharePort)
             {
                 AllowPortSharing(socket);
             }
@@ -350,6 +354,9 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             throw;
         }
     }
+
+    /// <summary>Whether other processes may share the server's port (<see cref="EchoServerOptions.ReusePort"/>).</summary>
+    private protected bool ReusePort => _reusePort;
 
     /// <summary>Lets processes that all ask for it bind the same port, the kernel spreading the load (SO_REUSEPORT).</summary>
     private void AllowPortSharing(Socket socket)

@@ -130,8 +130,17 @@ internal sealed class HostCommandLine
         Add(udpProcessing, value => [(Udp + "Processing", value == "block" ? nameof(UdpProcessing.ReplyBlock) : nameof(UdpProcessing.ReceiveThreads))]);
 
         Option<int> udpReceives = WholeNumber(
-            "--udp-receives", 1, UdpEchoServerOptions.MaxConcurrentReceives, 1, "N", "UDP receive threads, or outstanding receives with block");
+            "--udp-receives",
+            0,
+            UdpEchoServerOptions.MaxConcurrentReceives,
+            0,
+            "N",
+            $"UDP receive threads, or outstanding receives with block; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}");
         Add(udpReceives, value => [(Udp + "ConcurrentReceives", Text(value))]);
+
+        Option<int> udpReplyLimit = WholeNumber(
+            "--udp-max-replies-per-endpoint", 0, int.MaxValue, 0, "N", "UDP datagrams answered to one sender address and port a second; more are dropped; 0 no limit");
+        Add(udpReplyLimit, value => [(Udp + "MaxRepliesPerEndpointPerSecond", Text(value))]);
 
         var reusePort = new Option<bool>("--reuse-port")
         {

@@ -10,11 +10,12 @@ namespace SocketServers;
 /// <para>
 /// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it
 /// to the pool, and starts again: a datagram is received and answered on the thread the kernel wakes, with no
-/// hand-off to another thread. The socket never runs an asynchronous operation, so it stays in blocking mode and
-/// a receive waits in the kernel, not in the runtime's event loop.
+/// hand-off to another thread. The sockets never run an asynchronous operation, so they stay in blocking mode and
+/// a receive waits in the kernel, not in the runtime's event loop. Where the server has a socket per thread (Linux),
+/// the threads share nothing but the pool and the counters.
 /// </para>
 /// <para>
-/// Stopping: on Linux, shutting down the socket's receive side wakes every blocked receive at once (the call
+/// Stopping: on Linux, shutting down a socket's receive side wakes every blocked receive at once (the call
 /// itself fails with <see cref="SocketError.NotConnected"/> on an unconnected socket, and sends still work), so
 /// in-flight replies finish and the threads end. Where it does not wake them, they end when the socket is
 /// closed at the end of the stop grace period, on platforms where closing a socket unblocks its receives.
@@ -26,11 +27,13 @@ namespace SocketServers;
 /// </remarks>
 public sealed partial class UdpEchoServer
 {
-    private Task[] StartReceiveThreads(Socket socket)
+    /// <summary>Starts the receive threads, each on one of <paramref name="sockets"/> in turn.</summary>
+    private Task[] StartReceiveThreads(Socket[] sockets)
     {
         var threads = new Task[_concurrentReceives];
         for (int i = 0; i < threads.Length; i++)
         {
+            Socket socket = sockets[i % sockets.Length];
             var ended = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
             var thread = new Thread(() =>
             {
@@ -57,18 +60,21 @@ public sealed partial class UdpEchoServer
 
     private void WakeReceiveThreads()
     {
-        try
+        foreach (Socket socket in _sockets)
         {
-            _socket?.Shutdown(SocketShutdown.Receive);
-        }
-        catch (SocketException)
-        {
-            // NotConnected, expected on an unconnected datagram socket: on Linux the blocked receives are woken
-            // all the same. Elsewhere they wake when the socket is closed.
-        }
-        catch (ObjectDisposedException)
-        {
-            // Already closed: nothing is blocked any more.
+            try
+            {
+                socket.Shutdown(SocketShutdown.Receive);
+            }
+            catch (SocketException)
+            {
+                // NotConnected, expected on an unconnected datagram socket: on Linux the blocked receives are woken
+                // all the same. Elsewhere they wake when the socket is closed.
+            }
+            catch (ObjectDisposedException)
+            {
+                // Already closed: nothing is blocked any more.
+            }
         }
     }
 
@@ -137,11 +143,11 @@ public sealed partial class UdpEchoServer
 
                 if (error == SocketError.Success && length <= _maxDatagramSize)
                 {
-                    if (IsFromAnsweredPort(args))
+                    if (MayAnswer(args))
                     {
                         // EndReply returns the args to the pool, whatever the send did.
                         replied = true;
-                        EndReply(args, length, TrySend(args, length));
+                        EndReply(args, length, TrySend(socket, args, length));
                     }
                 }
                 else if (!OnReceiveFailed(args, error))

@@ -8,53 +8,53 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-/// <summary><see cref="UdpProcessing.ReplyBlock"/>: asynchronous receives, replies through a bounded
-/// <see cref="ActionBlock{TInput}"/>.</summary>
+/// <summary><see cref="UdpProcessing.ReplyBlock"/>: asynchronous receives, replies through bounded
+/// <see cref="ActionBlock{TInput}"/>s, one per socket.</summary>
 /// <remarks>
-/// The reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
+/// <para>
+/// Each socket is a lane: its receive loops hand datagrams to its own reply block, which answers from that socket. With a
+/// socket per receive (Linux), lanes share nothing but the pool and the counters, and the server's replies run on as
+/// many threads as it has receives. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the
+/// lanes, each taking at least one.
+/// </para>
+/// <para>
+/// A reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
 /// coming. While they do, that task keeps one thread-pool thread; it lets it go a short linger
 /// (<c>s_replierLinger</c>) after the last datagram, or when the server stops.
+/// </para>
 /// </remarks>
 public sealed partial class UdpEchoServer
 {
-    // How long the reply block's processing task waits for the next datagram before it ends and gives its
+    // How long a reply block's processing task waits for the next datagram before it ends and gives its
     // thread back to the pool. Far longer than the gaps within a stream of datagrams (microseconds), short
     // enough that a server that has gone idle does not hold a thread-pool thread for long.
     private static readonly TimeSpan s_replierLinger = TimeSpan.FromMilliseconds(50);
 
-    // Set by whoever takes _replierWaiting from 1 to 0 (a receive loop that handed over a datagram or found the
-    // block full, or the stop); reset by the replier before it announces that it waits.
-    private readonly ManualResetEventSlim _datagramQueued = new(initialState: false);
+    // One per socket; set by StartReplyBlock before any receive loop starts.
+    private ReplyLane[] _lanes = [];
 
-    // 1 while the reply block's action waits in WaitForNextDatagram, else 0. Only the replier sets it to 1;
-    // a waker takes it back to 0 with CompareExchange, so each wait is signalled at most once.
-    private int _replierWaiting;
+    private Task ReplyBlockCompletion => Task.WhenAll(Array.ConvertAll(_lanes, lane => lane.Completion));
 
-    // Receive loops whose datagram the full block refused and that now wait for room (SendAsync). Such a
-    // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
-    private int _waitingForRoom;
+    /// <returns>How many datagrams the reply blocks of <paramref name="lanes"/> lanes hold at most, together:
+    /// <paramref name="maxPendingDatagrams"/>, or one per lane where that is more.</returns>
+    private static int PendingCapacity(int maxPendingDatagrams, int lanes) => Math.Max(maxPendingDatagrams, lanes);
 
-    private ActionBlock<PooledSocketArgs>? _replies;
-
-    private Task ReplyBlockCompletion => _replies?.Completion ?? Task.CompletedTask;
-
-    private Task[] StartReplyBlock(Socket socket)
+    private Task[] StartReplyBlock(Socket[] sockets)
     {
-        _replies = new ActionBlock<PooledSocketArgs>(
-            Reply,
-            new ExecutionDataflowBlockOptions
-            {
-                BoundedCapacity = _maxPendingDatagrams,
-                // One reply at a time. With room for two, a datagram that arrives while the replier waits in
-                // WaitForNextDatagram starts a second processing task (a Task each time) unless that one lingers
-                // too, and two lingering repliers cost more than they gain under light load on a small machine.
-                MaxDegreeOfParallelism = 1,
-            });
+        var lanes = new ReplyLane[sockets.Length];
+        for (int i = 0; i < lanes.Length; i++)
+        {
+            // An equal share of the pending datagrams, the first lanes taking the remainder, and at least one each.
+            int share = (_maxPendingDatagrams / lanes.Length) + (i < _maxPendingDatagrams % lanes.Length ? 1 : 0);
+            lanes[i] = new ReplyLane(this, sockets[i], Math.Max(1, share));
+        }
+
+        _lanes = lanes;
         var loops = new Task[_concurrentReceives];
         for (int i = 0; i < loops.Length; i++)
         {
-            ActionBlock<PooledSocketArgs> replies = _replies;
-            loops[i] = RunRestartingAsync(() => ReceiveAndHandOverAsync(socket, replies), "receive");
+            ReplyLane lane = lanes[i % lanes.Length];
+            loops[i] = RunRestartingAsync(() => ReceiveAndHandOverAsync(lane), "receive");
         }
 
         return loops;
@@ -62,20 +62,28 @@ public sealed partial class UdpEchoServer
 
     private void StopReplyBlock()
     {
-        // Datagrams already in the block are still answered; later ones are declined and their args released.
-        // The stopping token is already cancelled, so a replier woken now does not wait again.
-        _replies?.Complete();
-        WakeReplier();
+        foreach (ReplyLane lane in _lanes)
+        {
+            lane.Complete();
+        }
     }
 
-    // The receive loops and the reply block are done: nobody waits on or sets the event any more.
-    private void DisposeReplyBlock() => _datagramQueued.Dispose();
+    // The receive loops and the reply blocks are done: nobody waits on or sets the events any more.
+    private void DisposeReplyBlock()
+    {
+        foreach (ReplyLane lane in _lanes)
+        {
+            lane.Dispose();
+        }
+    }
 
-    /// <summary>The receive loop: receives datagrams and hands them to the reply block until the server stops.</summary>
+    /// <summary>A receive loop: receives datagrams on its lane's socket and hands them to the lane's reply block until
+    /// the server stops.</summary>
     /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool or in the block by then.</exception>
-    private async Task ReceiveAndHandOverAsync(Socket socket, ActionBlock<PooledSocketArgs> replies)
+    private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
+        Socket socket = lane.Socket;
         AddressFamily family = socket.AddressFamily;
         while (!stopping.IsCancellationRequested)
         {
@@ -107,16 +115,12 @@ public sealed partial class UdpEchoServer
                 if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
                     && (args.SocketFlags & SocketFlags.Truncated) == 0)
                 {
-                    if (IsFromAnsweredPort(args))
+                    if (MayAnswer(args))
                     {
-                        // The block owns the args from here (it may already be replied to and reused when Post
+                        // The block owns the args from here (it may already be replied to and reused when this
                         // returns); a full block makes this receive loop wait.
-                        handedOver = replies.Post(args) || await WaitForRoomAsync(replies, args, stopping).ConfigureAwait(false);
-                        if (handedOver)
-                        {
-                            WakeReplier();
-                        }
-                        else
+                        handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
+                        if (!handedOver)
                         {
                             CountDatagramDropped(DroppedStopping);
                         }
@@ -142,42 +146,6 @@ public sealed partial class UdpEchoServer
         }
     }
 
-    /// <summary>Offers a datagram the full block refused, waiting until it has room (the slow path).</summary>
-    /// <returns>Whether the block took the datagram; <see langword="false"/> once it declines for good (stopping).</returns>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private async ValueTask<bool> WaitForRoomAsync(ActionBlock<PooledSocketArgs> replies, PooledSocketArgs args, CancellationToken stopping)
-    {
-        // Announce the postponed datagram before waking the replier, so that it does not go back to waiting for a
-        // queued one while this waits for room (with a bound of one, the datagram in its hands fills the block).
-        Interlocked.Increment(ref _waitingForRoom);
-        try
-        {
-            WakeReplier();
-            return await replies.SendAsync(args, stopping).ConfigureAwait(false);
-        }
-        finally
-        {
-            Interlocked.Decrement(ref _waitingForRoom);
-        }
-    }
-
-    /// <summary>The reply block's action: sends the datagram back from its own buffer and releases the args. It never
-    /// throws: an exception out of the action would fault the block, which would then decline every later datagram.</summary>
-    private void Reply(PooledSocketArgs args)
-    {
-        try
-        {
-            int length = args.BytesTransferred;
-            EndReply(args, length, TrySend(args, length));
-        }
-        catch (Exception ex)
-        {
-            OnReplyFaulted(ex);
-        }
-
-        WaitForNextDatagram();
-    }
-
     /// <summary>Counts and logs an exception out of a reply (the args is back in the pool by then, see
     /// <see cref="EndReply"/>); a logger that fails here too is ignored, so that the block goes on.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -197,17 +165,15 @@ public sealed partial class UdpEchoServer
         }
     }
 
-    /// <summary>
-    /// Called by the reply block's action after a reply when no datagram is queued: waits briefly for the next
-    /// one, so that the block's processing task goes on instead of ending.
-    /// </summary>
+    /// <summary>One socket's reply block: a bounded <see cref="ActionBlock{TInput}"/> that sends each datagram back from
+    /// that socket, and whose processing task lingers between datagrams.</summary>
     /// <remarks>
     /// <para>
     /// An <see cref="ActionBlock{TInput}"/> ends its processing task as soon as its queue is empty, and the next
     /// datagram posted starts a new <see cref="Task"/>. A server that keeps up with its load finds its queue
-    /// empty after most replies, so that costs about one Task (64 bytes) per datagram. Waiting here instead
-    /// keeps one task, and its thread, for as long as datagrams keep coming; after <see cref="s_replierLinger"/>
-    /// without one, or once the server stops, the action returns and the task ends as usual.
+    /// empty after most replies, so that costs about one Task (64 bytes) per datagram. Waiting after a reply instead
+    /// (<see cref="WaitForNextDatagram"/>) keeps one task, and its thread, for as long as datagrams keep coming; after
+    /// <see cref="s_replierLinger"/> without one, or once the server stops, the action returns and the task ends as usual.
     /// </para>
     /// <para>
     /// Handshake, lock-free: the replier resets the event, publishes <see cref="_replierWaiting"/> = 1 with a
@@ -215,39 +181,147 @@ public sealed partial class UdpEchoServer
     /// itself in <see cref="_waitingForRoom"/>), then swaps the flag back to 0 with CompareExchange, a full fence,
     /// and sets the event if it was 1. So either the replier sees the datagram, or the receive loop sees the flag
     /// and wakes it: no datagram waits for the linger to run out. A late set only makes a later wait return early.
-    /// A datagram refused by a full block is not in the queue: it is taken from its sender only once this
+    /// A datagram refused by a full block is not in the queue: it is taken from its sender only once the
     /// action returns (with a bound of one, the datagram just replied to is what fills the block), hence the
     /// second condition.
     /// </para>
     /// </remarks>
-    private void WaitForNextDatagram()
+    private sealed class ReplyLane : IDisposable
     {
-        Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
-        // With room for one datagram, the block stays full while this waits (its count drops only when the action
-        // returns), so every datagram arriving meanwhile would take the slow, allocating SendAsync path: don't wait.
-        ActionBlock<PooledSocketArgs> replies = _replies!;
-        if (_maxPendingDatagrams == 1 || replies.InputCount > 0)
+        private readonly UdpEchoServer _server;
+        private readonly ActionBlock<PooledSocketArgs> _replies;
+        private readonly int _capacity;
+
+        // Set by whoever takes _replierWaiting from 1 to 0 (a receive loop that handed over a datagram or found the
+        // block full, or the stop); reset by the replier before it announces that it waits.
+        private readonly ManualResetEventSlim _datagramQueued = new(initialState: false);
+
+        // 1 while the block's action waits in WaitForNextDatagram, else 0. Only the replier sets it to 1;
+        // a waker takes it back to 0 with CompareExchange, so each wait is signalled at most once.
+        private int _replierWaiting;
+
+        // Receive loops whose datagram the full block refused and that now wait for room (SendAsync). Such a
+        // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
+        private int _waitingForRoom;
+
+        public ReplyLane(UdpEchoServer server, Socket socket, int capacity)
         {
-            return;
+            _server = server;
+            Socket = socket;
+            _capacity = capacity;
+            _replies = new ActionBlock<PooledSocketArgs>(
+                Reply,
+                new ExecutionDataflowBlockOptions
+                {
+                    BoundedCapacity = capacity,
+                    // One reply at a time. With room for two, a datagram that arrives while the replier waits in
+                    // WaitForNextDatagram starts a second processing task (a Task each time) unless that one lingers
+                    // too, and two lingering repliers cost more than they gain under light load on a small machine.
+                    MaxDegreeOfParallelism = 1,
+                });
         }
 
-        _datagramQueued.Reset();
-        Interlocked.Exchange(ref _replierWaiting, 1);
-        if (replies.InputCount == 0 && Volatile.Read(ref _waitingForRoom) == 0 && !StoppingToken.IsCancellationRequested)
+        /// <summary>The socket this lane receives on and replies from.</summary>
+        public Socket Socket { get; }
+
+        public Task Completion => _replies.Completion;
+
+        /// <summary>Gives a received datagram to the block, waiting while it is full.</summary>
+        /// <returns>Whether the block took it (and with it the args); <see langword="false"/> once it declines for good
+        /// (stopping).</returns>
+        public ValueTask<bool> HandOverAsync(PooledSocketArgs args, CancellationToken stopping)
         {
-            _datagramQueued.Wait(s_replierLinger);
+            if (_replies.Post(args))
+            {
+                WakeReplier();
+                return new ValueTask<bool>(true);
+            }
+
+            return WaitForRoomAsync(args, stopping);
         }
 
-        Volatile.Write(ref _replierWaiting, 0);
+        /// <summary>Datagrams already in the block are still answered; later ones are declined and their args released.
+        /// The stopping token is already cancelled, so a replier woken now does not wait again.</summary>
+        public void Complete()
+        {
+            _replies.Complete();
+            WakeReplier();
+        }
+
+        public void Dispose() => _datagramQueued.Dispose();
+
+        /// <summary>Offers a datagram the full block refused, waiting until it has room (the slow path).</summary>
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private async ValueTask<bool> WaitForRoomAsync(PooledSocketArgs args, CancellationToken stopping)
+        {
+            // Announce the postponed datagram before waking the replier, so that it does not go back to waiting for a
+            // queued one while this waits for room (with a bound of one, the datagram in its hands fills the block).
+            Interlocked.Increment(ref _waitingForRoom);
+            try
+            {
+                WakeReplier();
+                bool taken = await _replies.SendAsync(args, stopping).ConfigureAwait(false);
+                if (taken)
+                {
+                    WakeReplier();
+                }
+
+                return taken;
+            }
+            finally
+            {
+                Interlocked.Decrement(ref _waitingForRoom);
+            }
+        }
+
+        /// <summary>The block's action: sends the datagram back from its own buffer and releases the args. It never
+        /// throws: an exception out of the action would fault the block, which would then decline every later datagram.</summary>
+        private void Reply(PooledSocketArgs args)
+        {
+            try
+            {
+                int length = args.BytesTransferred;
+                _server.EndReply(args, length, TrySend(Socket, args, length));
+            }
+            catch (Exception ex)
+            {
+                _server.OnReplyFaulted(ex);
+            }
+
+            WaitForNextDatagram();
+        }
+
+        /// <summary>
+        /// Called by the block's action after a reply when no datagram is queued: waits briefly for the next one, so
+        /// that the block's processing task goes on instead of ending (see the remarks on the class).
+        /// </summary>
+        private void WaitForNextDatagram()
+        {
+            Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
+            // With room for one datagram, the block stays full while this waits (its count drops only when the action
+            // returns), so every datagram arriving meanwhile would take the slow, allocating SendAsync path: don't wait.
+            if (_capacity == 1 || _replies.InputCount > 0)
+            {
+                return;
+            }
+
+            _datagramQueued.Reset();
+            Interlocked.Exchange(ref _replierWaiting, 1);
+            if (_replies.InputCount == 0 && Volatile.Read(ref _waitingForRoom) == 0 && !_server.StoppingToken.IsCancellationRequested)
+            {
+                _datagramQueued.Wait(s_replierLinger);
+            }
+
+            Volatile.Write(ref _replierWaiting, 0);
+        }
+
+        /// <summary>Wakes the replier if it waits in <see cref="WaitForNextDatagram"/>.</summary>
+        private void WakeReplier()
+        {
+            if (Interlocked.CompareExchange(ref _replierWaiting, 0, 1) == 1)
+            {
+                _datagramQueued.Set();
+            }
+        }
     }
-
-    /// <summary>Wakes the replier if it waits in <see cref="WaitForNextDatagram"/>.</summary>
-    private void WakeReplier()
-    {
-        if (Interlocked.CompareExchange(ref _replierWaiting, 0, 1) == 1)
-        {
-            _datagramQueued.Set();
-        }
-    }
-
 }

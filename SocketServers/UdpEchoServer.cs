@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
@@ -16,9 +17,9 @@ namespace SocketServers;
 /// </para>
 /// <list type="bullet">
 /// <item><description><see cref="UdpProcessing.ReceiveThreads"/> (the default):
-/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> dedicated threads each receive a datagram with a
-/// blocking receive, send the reply and receive again. A burst waits in the socket's receive buffer, and the
-/// kernel drops what does not fit, as UDP does.</description></item>
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/> dedicated threads (by default one per processor but one) each receive
+/// a datagram with a blocking receive, send the reply and receive again. A burst waits in the socket's receive buffer,
+/// and the kernel drops what does not fit, as UDP does.</description></item>
 /// <item><description><see cref="UdpProcessing.ReplyBlock"/>: that many asynchronous receives are outstanding
 /// at once. A received datagram goes, with its args, into a bounded <see cref="System.Threading.Tasks.Dataflow.ActionBlock{TInput}"/>
 /// that sends the reply from the args' buffer and returns it to the pool. When
@@ -26,15 +27,23 @@ namespace SocketServers;
 /// drops what does not fit in the socket buffer.</description></item>
 /// </list>
 /// <para>
-/// Either way memory never grows with the load. A datagram larger than
+/// On Linux, several receives each have a socket of their own on the server's port (see
+/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and each reply leaves from the socket its datagram came in
+/// on. Either way memory never grows with the load. A datagram larger than
 /// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
-/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated. So is a datagram from a source port below
-/// <see cref="UdpEchoServerOptions.FirstUnprivilegedPort"/>, unless
-/// <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/> is set. Warnings about single datagrams (dropped,
-/// or a reply or receive that failed) are logged a few times a second at most for each kind, each line saying how
-/// many similar ones were suppressed since the last. ICMP errors caused by earlier replies
-/// (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/> and the like) are
-/// logged at Debug and receiving goes on.
+/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
+/// </para>
+/// <para>
+/// Datagrams that could start an endless exchange with another echo service (CVE-2024-2169) are dropped the same way:
+/// those from a source port below <see cref="UdpEchoServerOptions.FirstUnprivilegedPort"/>, where system services
+/// answer, unless <see cref="UdpEchoServerOptions.AllowPrivilegedSourcePorts"/> is set; those from this server's own
+/// port or from <see cref="EchoServerOptions.DefaultPort"/>, where other instances of this server listen (so that two
+/// instances on one port number never answer each other); and, with
+/// <see cref="UdpEchoServerOptions.MaxRepliesPerEndpointPerSecond"/> set, those over that many a second from one
+/// sender. Warnings about single datagrams (dropped, or a reply or receive that failed) are logged a few times a
+/// second at most for each kind, each line saying how many similar ones were suppressed since the last. ICMP errors
+/// caused by earlier replies (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/>
+/// and the like) are logged at Debug and receiving goes on.
 /// </para>
 /// <para>
 /// A receive that fails with an unexpected error, and a receive loop (or thread) that throws, are logged at Error,
@@ -55,6 +64,8 @@ public sealed partial class UdpEchoServer : EchoServer
     // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
     private const string DroppedTooLarge = "too_large";
     private const string DroppedFromPrivilegedPort = "privileged_port";
+    private const string DroppedFromEchoServerPort = "echo_server_port";
+    private const string DroppedOverRateLimit = "rate_limited";
     private const string DroppedReplyFailed = "reply_failed";
     private const string DroppedStopping = "stopping";
 
@@ -62,18 +73,28 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
     private readonly int _maxPendingDatagrams;
+    private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
 
     // Datagrams from source ports below this are dropped; 0 when every port is answered.
     private readonly int _firstAnsweredPort;
 
+    // Counts replies per sender; null when there is no limit.
+    private readonly EndpointRateLimiter? _replyLimiter;
+
     // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
     private readonly LogRateLimiter _oversizedWarnings = new();
     private readonly LogRateLimiter _privilegedPortWarnings = new();
+    private readonly LogRateLimiter _echoServerPortWarnings = new();
+    private readonly LogRateLimiter _rateLimitWarnings = new();
     private readonly LogRateLimiter _replyWarnings = new();
     private readonly LogRateLimiter _replyFaults = new();
 
-    private Socket? _socket;
+    // The bound sockets: one per receive on Linux, else one; set by StartCore before any receive starts.
+    private Socket[] _sockets = [];
+
+    // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
+    private int _ownPort;
 
     // Completes when every receive loop (or thread) has ended and returned its args.
     private Task _receiveLoops = Task.CompletedTask;
@@ -104,17 +125,19 @@ public sealed partial class UdpEchoServer : EchoServer
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
-                ? options.MaxPendingDatagrams + options.ConcurrentReceives
-                : options.ConcurrentReceives,
+                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options.EffectiveConcurrentReceives)) + options.EffectiveConcurrentReceives
+                : options.EffectiveConcurrentReceives,
             poolKind: "udp-echo-args",
             logger)
     {
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
-        _concurrentReceives = options.ConcurrentReceives;
+        _concurrentReceives = options.EffectiveConcurrentReceives;
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
         _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
+        _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
+        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
     }
 
     /// <inheritdoc/>
@@ -126,30 +149,34 @@ public sealed partial class UdpEchoServer : EchoServer
     /// <see cref="EchoServer.StartAsync"/>.</summary>
     internal Func<SocketError>? BeforeReceive { get; set; }
 
+    /// <summary>How many receives the server makes: <see cref="UdpEchoServerOptions.ConcurrentReceives"/>, or the
+    /// number it stands for.</summary>
+    internal int ConcurrentReceives => _concurrentReceives;
+
+    /// <summary>How many sockets the server has bound; 0 before it starts.</summary>
+    internal int SocketCount => Volatile.Read(ref _sockets).Length;
+
     private protected override IPEndPoint StartCore()
     {
-        Socket socket = BindSocket(_endPoint);
-        var bound = (IPEndPoint)socket.LocalEndPoint!;
+        Socket[] sockets = BindSockets(SocketsFor(_concurrentReceives));
+        var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
         CreatePool(bound);
-        _socket = socket;
+        _ownPort = bound.Port;
+        _sockets = sockets;
         try
         {
-            _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(socket) : StartReceiveThreads(socket));
+            _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(sockets) : StartReceiveThreads(sockets));
         }
         catch
         {
-            // A thread that could not start: the server stays unstarted, so close the socket now, which ends the
-            // loops already running (they find it closed and return their args).
-            socket.Dispose();
-            _socket = null;
+            // A thread that could not start: the server stays unstarted, so close the sockets now, which ends the
+            // loops already running (they find them closed and return their args).
+            CloseSockets();
+            _sockets = [];
             throw;
         }
-        Logger.UdpListening(
-            bound,
-            _processing,
-            _maxDatagramSize,
-            _concurrentReceives,
-            _firstAnsweredPort == 0 ? "every source port answered" : $"source ports below {_firstAnsweredPort} dropped");
+
+        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, DroppedSourcesText());
         return bound;
     }
 
@@ -173,34 +200,121 @@ public sealed partial class UdpEchoServer : EchoServer
     private protected override void Abort()
     {
         Logger.UdpGracePeriodOver(LocalEndPoint);
-        _socket?.Dispose();
+        CloseSockets();
     }
 
     private protected override async Task CloseAsync()
     {
-        // Closing the socket completes the pending receives and wakes blocked ones; each loop then returns its args.
-        _socket?.Dispose();
+        // Closing the sockets completes the pending receives and wakes blocked ones; each loop then returns its args.
+        CloseSockets();
         await _receiveLoops.ConfigureAwait(false);
         DisposeReplyBlock();
         Logger.UdpStopped(LocalEndPoint, Counters);
     }
 
-    /// <returns>Whether the datagram in <paramref name="args"/> may be answered: not when it comes from a source
-    /// port below <see cref="_firstAnsweredPort"/>, which is counted as a drop and logged.</returns>
-    private bool IsFromAnsweredPort(PooledSocketArgs args)
+    /// <returns>How many sockets <paramref name="receives"/> receives have: one each on Linux, where the kernel spreads
+    /// the senders over sockets that share a port (SO_REUSEPORT), else one for all.</returns>
+    private static int SocketsFor(int receives) => OperatingSystem.IsLinux() ? receives : 1;
+
+    /// <summary>
+    /// Binds the server's sockets: one, or <paramref name="count"/> that share the port (SO_REUSEPORT, Linux only), so
+    /// that the kernel spreads senders over them.
+    /// </summary>
+    /// <remarks>
+    /// Sharing would also let a later server of the same user join the port silently. Unless the options ask for
+    /// sharing, the port is first bound alone, which fails as a single socket does when anybody has it, and then
+    /// released for the shared sockets: another process binding it in between makes the start fail as "in use".
+    /// </remarks>
+    private Socket[] BindSockets(int count)
     {
-        if (args.RemoteEndPoint is not IPEndPoint { Port: int port } || port >= _firstAnsweredPort)
+        if (count == 1)
+        {
+            return [BindSocket(_endPoint)];
+        }
+
+        IPEndPoint endPoint = _endPoint;
+        if (!ReusePort)
+        {
+            using Socket claim = BindSocket(_endPoint);
+            endPoint = (IPEndPoint)claim.LocalEndPoint!;
+        }
+
+        var sockets = new Socket[count];
+        int bound = 0;
+        try
+        {
+            for (; bound < count; bound++)
+            {
+                sockets[bound] = BindSocket(endPoint, sharePort: true);
+                endPoint = (IPEndPoint)sockets[bound].LocalEndPoint!;
+            }
+
+            return sockets;
+        }
+        catch
+        {
+            foreach (Socket socket in sockets.AsSpan(0, bound))
+            {
+                socket.Dispose();
+            }
+
+            throw;
+        }
+    }
+
+    private void CloseSockets()
+    {
+        foreach (Socket socket in _sockets)
+        {
+            socket.Dispose();
+        }
+    }
+
+    /// <summary>Which datagrams the server drops for where they come from, for the start's log line.</summary>
+    private string DroppedSourcesText() => string.Create(
+        CultureInfo.InvariantCulture,
+        $"{(_firstAnsweredPort == 0 ? "every source port answered but" : $"source ports below {_firstAnsweredPort},")} {_ownPort} and {EchoServerOptions.DefaultPort} dropped{(_replyLimiter is null ? string.Empty : $", at most {_maxRepliesPerEndpoint} replies a second per sender")}");
+
+    /// <returns>Whether the datagram in <paramref name="args"/> may be answered; if not, it is counted as a drop and
+    /// logged.</returns>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private bool MayAnswer(PooledSocketArgs args)
+    {
+        if (args.RemoteEndPoint is not IPEndPoint sender)
         {
             return true;
         }
 
-        Drop(
-            args,
-            DroppedFromPrivilegedPort,
-            _privilegedPortWarnings,
-            EchoServerLog.DatagramFromPrivilegedPort,
-            _firstAnsweredPort);
-        return false;
+        int port = sender.Port;
+        return (port >= _firstAnsweredPort && port != _ownPort && port != EchoServerOptions.DefaultPort && _replyLimiter is null)
+            || MayAnswerFiltered(args, sender);
+    }
+
+    /// <summary><see cref="MayAnswer"/> for a datagram some filter applies to: one from a port it drops, or any
+    /// datagram when replies are limited.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool MayAnswerFiltered(PooledSocketArgs args, IPEndPoint sender)
+    {
+        int port = sender.Port;
+        if (port < _firstAnsweredPort)
+        {
+            Drop(args, DroppedFromPrivilegedPort, _privilegedPortWarnings, EchoServerLog.DatagramFromPrivilegedPort, _firstAnsweredPort);
+            return false;
+        }
+
+        if (port == _ownPort || port == EchoServerOptions.DefaultPort)
+        {
+            Drop(args, DroppedFromEchoServerPort, _echoServerPortWarnings, EchoServerLog.DatagramFromEchoServerPort, port);
+            return false;
+        }
+
+        if (_replyLimiter is { } limiter && !limiter.TryAcquire(sender))
+        {
+            Drop(args, DroppedOverRateLimit, _rateLimitWarnings, EchoServerLog.DatagramOverReplyLimit, _maxRepliesPerEndpoint);
+            return false;
+        }
+
+        return true;
     }
 
     /// <returns>Whether the receive loop (or thread) goes on.</returns>
@@ -262,9 +376,9 @@ public sealed partial class UdpEchoServer : EchoServer
         }
     }
 
-    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender.</summary>
+    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>.</summary>
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
-    private Exception? TrySend(PooledSocketArgs args, int length)
+    private static Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
     {
         if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
         {
@@ -279,12 +393,12 @@ public sealed partial class UdpEchoServer : EchoServer
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
             if (args.RemoteEndPoint is ReusableIPEndPoint sender)
             {
-                _socket!.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
             }
             else
             {
                 // A sender the reusable endpoint could not take in place (see ReusableIPEndPoint.Create).
-                _socket!.SendTo(datagram, SocketFlags.None, args.RemoteEndPoint!);
+                socket.SendTo(datagram, SocketFlags.None, args.RemoteEndPoint!);
             }
 
             return null;

@@ -3,9 +3,10 @@ using System.Net;
 namespace SocketServers;
 
 /// <summary>Settings of a <see cref="UdpEchoServer"/>; the defaults are safe for a public default install.</summary>
-/// <remarks>Memory is bounded by <see cref="ConcurrentReceives"/> × (<see cref="MaxDatagramSize"/> + 1) bytes of
-/// pooled buffers, and with <see cref="UdpProcessing.ReplyBlock"/> by (<see cref="MaxPendingDatagrams"/> +
-/// <see cref="ConcurrentReceives"/>) × (<see cref="MaxDatagramSize"/> + 1). Every setter checks its value.
+/// <remarks>Memory is bounded by receives × (<see cref="MaxDatagramSize"/> + 1) bytes of pooled buffers, and with
+/// <see cref="UdpProcessing.ReplyBlock"/> by (<see cref="MaxPendingDatagrams"/> + receives) ×
+/// (<see cref="MaxDatagramSize"/> + 1), where receives is <see cref="ConcurrentReceives"/> or, by default, the number
+/// of processors (at most <see cref="MaxAutomaticConcurrentReceives"/>). Every setter checks its value.
 /// Not thread-safe.</remarks>
 public sealed class UdpEchoServerOptions : EchoServerOptions
 {
@@ -15,14 +16,18 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The largest accepted <see cref="ConcurrentReceives"/>: 256.</summary>
     public const int MaxConcurrentReceives = 256;
 
+    /// <summary>The most receives <see cref="ConcurrentReceives"/> = 0 (the default) gives: 16.</summary>
+    public const int MaxAutomaticConcurrentReceives = 16;
+
     /// <summary>The lowest unprivileged port, 1024: ports below it are reserved for system services.</summary>
     public const int FirstUnprivilegedPort = 1024;
 
     private int _maxDatagramSize = 8192;
-    private int _concurrentReceives = 1;
+    private int _concurrentReceives;
     private int _maxPendingDatagrams = 256;
     private UdpProcessing _processing = UdpProcessing.ReceiveThreads;
     private int _firstAnsweredPort = FirstUnprivilegedPort;
+    private int _maxRepliesPerEndpointPerSecond;
 
     /// <summary>How datagrams are received and replied to; <see cref="UdpProcessing.ReceiveThreads"/> by
     /// default.</summary>
@@ -42,20 +47,37 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
         set => _maxDatagramSize = CheckRange(value, 1, MaxDatagramSizeLimit);
     }
 
-    /// <summary>How many receives are outstanding at once, 1 to 256; 1 by default. With
-    /// <see cref="UdpProcessing.ReceiveThreads"/>, the number of receive threads.</summary>
+    /// <summary>How many receives are outstanding at once, 1 to <see cref="MaxConcurrentReceives"/>, or 0, the
+    /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>) but one, and with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors; at least 1, at most
+    /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
+    /// receive threads.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
-    /// Why one: on a small machine one receive keeps up best. With <see cref="UdpProcessing.ReceiveThreads"/>, a
-    /// second thread only adds switches between the two; with <see cref="UdpProcessing.ReplyBlock"/>, the socket
-    /// layer on Linux runs one socket's receives one after the other, and a receive started while another is
-    /// pending is queued and completed by a thread-pool work item, so with several outstanding no receive ever
-    /// completes on the spot.
+    /// <para>
+    /// On Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
+    /// sender's datagrams to one of them (SO_REUSEPORT, chosen by a hash of the sender's address and port): the receives
+    /// share no queue and no lock, a sender's echoes come back in the order it sent, and a single sender is served by
+    /// one receive at a time. The port stays the server's alone unless <see cref="EchoServerOptions.ReusePort"/> is set:
+    /// the server first binds it as one socket, which fails while anybody else has it. Elsewhere the receives share one
+    /// socket.
+    /// </para>
+    /// <para>
+    /// Why one processor fewer: a receive that finds no datagram waiting sleeps, and each datagram then costs a
+    /// wake-up, so receives the load does not keep busy take processor time from whatever else runs on the
+    /// machine, such as the clients; a server with its cores to itself loses one receive in as many as it has. With
+    /// <see cref="UdpProcessing.ReplyBlock"/> each datagram keeps two threads busy (the socket layer's, which receives
+    /// it, and its reply block's), hence half as many.
+    /// </para>
+    /// <para>
+    /// Why no more than 16 by default: each socket has its own kernel receive buffer, so the datagrams the kernel holds
+    /// for the server grow with the receives; set a larger number where the cores are there to answer them.
+    /// </para>
     /// </remarks>
     public int ConcurrentReceives
     {
         get => _concurrentReceives;
-        set => _concurrentReceives = CheckRange(value, 1, MaxConcurrentReceives);
+        set => _concurrentReceives = CheckRange(value, 0, MaxConcurrentReceives);
     }
 
     /// <summary>With <see cref="UdpProcessing.ReplyBlock"/>, how many received datagrams may wait for their
@@ -79,6 +101,40 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// dropping these costs them nothing; allow them only for a client known to send from a low port.
     /// </remarks>
     public bool AllowPrivilegedSourcePorts { get; set; }
+
+    /// <summary>The most datagrams answered to one sender (address and port) a second, counted in one-second
+    /// windows; 0, the default, answers every datagram. A datagram over the limit is dropped (counted in
+    /// <see cref="EchoServerCounters.Drops"/>, and logged as a warning a few times a second at most).</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
+    /// <remarks>
+    /// <para>
+    /// This ends echo loops with other echo servers (CVE-2024-2169): a datagram whose forged sender is another echo
+    /// service makes the two answer each other, as fast as the network carries it, until one of them drops it. Over
+    /// the limit, this server does. Set it for a server that strangers can reach, a little above what the busiest
+    /// legitimate sender needs. Loops with another instance of this server on the same port never start (see
+    /// <see cref="UdpEchoServer"/>), so this is for echo services on other ports.
+    /// </para>
+    /// <para>
+    /// The counts live in a table of fixed size (32 KiB) whatever the number of senders, and checking one allocates
+    /// nothing. Senders can share a count, so under a flood from many senders a sender may get fewer replies than the
+    /// limit, never more.
+    /// </para>
+    /// </remarks>
+    public int MaxRepliesPerEndpointPerSecond
+    {
+        get => _maxRepliesPerEndpointPerSecond;
+        set => _maxRepliesPerEndpointPerSecond = CheckRange(value, 0, int.MaxValue);
+    }
+
+    /// <summary>The receives a server with these options makes: <see cref="ConcurrentReceives"/>, or for 0 one per
+    /// processor but one (one per two with <see cref="UdpProcessing.ReplyBlock"/>), at least one and at most
+    /// <see cref="MaxAutomaticConcurrentReceives"/>.</summary>
+    internal int EffectiveConcurrentReceives => _concurrentReceives != 0
+        ? _concurrentReceives
+        : Math.Clamp(
+            _processing == UdpProcessing.ReplyBlock ? Environment.ProcessorCount / 2 : Environment.ProcessorCount - 1,
+            1,
+            MaxAutomaticConcurrentReceives);
 
     /// <summary>Source ports below this are dropped unless <see cref="AllowPrivilegedSourcePorts"/> is set;
     /// <see cref="FirstUnprivilegedPort"/>, and settable only so that a test can drop datagrams from a port it can

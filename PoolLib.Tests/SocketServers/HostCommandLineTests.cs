@@ -18,8 +18,8 @@ public sealed class HostCommandLineTests
         Assert.That((tcp.Address, tcp.Port, udp.Address, udp.Port), Is.EqualTo((IPAddress.Loopback, 7007, IPAddress.Loopback, 7007)));
         Assert.That((tcp.MaxConnections, tcp.BufferSize, tcp.IdleTimeout), Is.EqualTo((1000, 8192, TimeSpan.FromSeconds(60))));
         Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull, tcp.ReusePort), Is.EqualTo((1024, 0, false, false)));
-        Assert.That((udp.MaxDatagramSize, udp.Processing, udp.ConcurrentReceives), Is.EqualTo((8192, UdpProcessing.ReceiveThreads, 1)));
-        Assert.That((udp.AllowPrivilegedSourcePorts, udp.ReusePort), Is.EqualTo((false, false)));
+        Assert.That((udp.MaxDatagramSize, udp.Processing, udp.ConcurrentReceives), Is.EqualTo((8192, UdpProcessing.ReceiveThreads, 0)));
+        Assert.That((udp.AllowPrivilegedSourcePorts, udp.MaxRepliesPerEndpointPerSecond, udp.ReusePort), Is.EqualTo((false, 0, false)));
     }
 
     [Test]
@@ -45,7 +45,7 @@ public sealed class HostCommandLineTests
     {
         (HostSettings host, TcpEchoServerOptions tcp, UdpEchoServerOptions udp) = Settings(
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
-            "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports",
+            "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports", "--udp-max-replies-per-endpoint", "200",
             "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port");
 
         Assert.That((host.RunTcp, host.RunUdp, host.StatsInterval), Is.EqualTo((true, false, (TimeSpan?)TimeSpan.FromSeconds(7))));
@@ -54,6 +54,7 @@ public sealed class HostCommandLineTests
         Assert.That((tcp.MaxConnections, tcp.BufferSize, tcp.IdleTimeout), Is.EqualTo((5, 100_000, TimeSpan.FromSeconds(2.5))));
         Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull), Is.EqualTo((0, 4, true)));
         Assert.That((udp.Processing, udp.ConcurrentReceives, udp.AllowPrivilegedSourcePorts), Is.EqualTo((UdpProcessing.ReplyBlock, 3, true)));
+        Assert.That(udp.MaxRepliesPerEndpointPerSecond, Is.EqualTo(200));
         Assert.That((tcp.ReusePort, udp.ReusePort), Is.EqualTo((true, true)));
     }
 
@@ -107,8 +108,9 @@ public sealed class HostCommandLineTests
     [TestCase("--idle-timeout NaN", "'--idle-timeout' expects")]
     [TestCase("--idle-timeout 0.0000001", "'--idle-timeout' expects")]
     [TestCase("--udp-processing inline", "'--udp-processing' expects threads or block")]
-    [TestCase("--udp-receives 0", "'--udp-receives' expects")]
+    [TestCase("--udp-receives -1", "'--udp-receives' expects")]
     [TestCase("--udp-receives 257", "'--udp-receives' expects")]
+    [TestCase("--udp-max-replies-per-endpoint -5", "'--udp-max-replies-per-endpoint' expects")]
     [TestCase("--udp-allow-privileged-ports=yes", "'yes'")]
     [TestCase("--min-data-rate -1", "'--min-data-rate' expects")]
     [TestCase("--max-connections-per-address x", "'--max-connections-per-address' expects")]

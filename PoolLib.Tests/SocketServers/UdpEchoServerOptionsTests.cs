@@ -6,12 +6,13 @@ public sealed class UdpEchoServerOptionsTests
 {
     [TestCase(nameof(UdpEchoServerOptions.MaxDatagramSize), 0)]
     [TestCase(nameof(UdpEchoServerOptions.MaxDatagramSize), UdpEchoServerOptions.MaxDatagramSizeLimit + 1)]
-    [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), 0)]
+    [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), -1)]
     [TestCase(nameof(UdpEchoServerOptions.ConcurrentReceives), 257)]
     [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 0)]
     [TestCase(nameof(UdpEchoServerOptions.MaxPendingDatagrams), 65537)]
     [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 0)]
     [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 65537)]
+    [TestCase(nameof(UdpEchoServerOptions.MaxRepliesPerEndpointPerSecond), -1)]
     public void Setter_OutOfRange_ThrowsNamingTheProperty(string property, int value)
     {
         var options = new UdpEchoServerOptions();
@@ -27,7 +28,8 @@ public sealed class UdpEchoServerOptionsTests
         var options = new UdpEchoServerOptions();
 
         Assert.That(options.MaxDatagramSize, Is.EqualTo(8192));
-        Assert.That(options.ConcurrentReceives, Is.EqualTo(1));
+        Assert.That(options.ConcurrentReceives, Is.Zero, "one receive per processor");
+        Assert.That(options.MaxRepliesPerEndpointPerSecond, Is.Zero, "every datagram answered");
         Assert.That(options.MaxPendingDatagrams, Is.EqualTo(256));
         Assert.That(options.Processing, Is.EqualTo(UdpProcessing.ReceiveThreads));
         Assert.That(options.AllowPrivilegedSourcePorts, Is.False, "datagrams from ports below 1024 are dropped");
@@ -57,6 +59,9 @@ public sealed class UdpEchoServerOptionsTests
                 break;
             case nameof(UdpEchoServerOptions.MaxPendingDatagrams):
                 options.MaxPendingDatagrams = value;
+                break;
+            case nameof(UdpEchoServerOptions.MaxRepliesPerEndpointPerSecond):
+                options.MaxRepliesPerEndpointPerSecond = value;
                 break;
             case nameof(UdpEchoServerOptions.FirstAnsweredPort):
                 options.FirstAnsweredPort = value;

@@ -18,12 +18,21 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         Assert.That(exception!.ParamName, Is.EqualTo("options"));
     }
 
-    [Test]
+    // A server with several receives shares its port among its own sockets, and still not with another server.
+    [TestCase(1, 1)]
+    [TestCase(4, 1)]
+    [TestCase(1, 4)]
+    [TestCase(4, 4)]
     [CancelAfter(10_000)]
-    public async Task StartAsync_PortInUse_ThrowsIOExceptionSayingInUse(CancellationToken cancellationToken)
+    public async Task StartAsync_PortInUse_ThrowsIOExceptionSayingInUse(int firstReceives, int secondReceives, CancellationToken cancellationToken)
     {
-        await using var first = await StartAsync(cancellationToken: cancellationToken);
-        await using var second = new UdpEchoServer(new UdpEchoServerOptions { Port = first.LocalEndPoint!.Port, Processing = processing });
+        await using var first = await StartAsync(options => options.ConcurrentReceives = firstReceives, cancellationToken);
+        await using var second = new UdpEchoServer(new UdpEchoServerOptions
+        {
+            Port = first.LocalEndPoint!.Port,
+            Processing = processing,
+            ConcurrentReceives = secondReceives,
+        });
 
         var exception = await Assert.ThrowsAsync<IOException>(() => second.StartAsync(cancellationToken));
 
@@ -40,6 +49,74 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
 
         await Assert.ThrowsAsync<InvalidOperationException>(() => server.StartAsync(cancellationToken));
         Assert.That(server.LocalEndPoint!.Port, Is.Not.Zero);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_DefaultReceives_OnePerProcessorButOneWithinTheBounds(CancellationToken cancellationToken)
+    {
+        // One per processor but one; the reply block keeps two threads busy per datagram: one per two processors.
+        int processors = processing == UdpProcessing.ReplyBlock ? Environment.ProcessorCount / 2 : Environment.ProcessorCount - 1;
+        int expected = Math.Clamp(processors, 1, UdpEchoServerOptions.MaxAutomaticConcurrentReceives);
+
+        await using var server = await StartAsync(cancellationToken: cancellationToken);
+
+        Assert.That(server.ConcurrentReceives, Is.EqualTo(expected));
+        if (OperatingSystem.IsLinux())
+        {
+            Assert.That(UdpSocketsBoundTo(server.LocalEndPoint!.Port), Is.EqualTo(expected), "one socket per receive, as the kernel lists them");
+        }
+    }
+
+    [TestCase(1)]
+    [TestCase(4)]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_SeveralReceivesOnLinux_BindsOneSocketPerReceive(int receives, CancellationToken cancellationToken)
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            Assert.Ignore("Only Linux spreads one port's datagrams over several sockets; elsewhere the receives share one.");
+        }
+
+        await using var server = await StartAsync(options => options.ConcurrentReceives = receives, cancellationToken);
+
+        Assert.That(UdpSocketsBoundTo(server.LocalEndPoint!.Port), Is.EqualTo(receives));
+        Assert.That(server.SocketCount, Is.EqualTo(receives));
+    }
+
+    // Each sender's datagrams go to one socket, received and answered by one receive at a time: however many receives
+    // the server has, a sender gets its echoes back in the order it sent them.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Echo_OneSenderSeveralReceivesOnLinux_EchoesComeBackInOrder(CancellationToken cancellationToken)
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            Assert.Ignore("Elsewhere the receives share one socket, and two of them may answer one sender's datagrams out of order.");
+        }
+
+        const int Datagrams = 5_000;
+        const int Window = 16;
+        await using var server = await StartAsync(options => options.ConcurrentReceives = 4, cancellationToken);
+        using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Connect(server.LocalEndPoint!);
+        byte[] datagram = new byte[8];
+        byte[] echo = new byte[64];
+        int sent = 0;
+        var order = new List<int>(Datagrams);
+        while (order.Count < Datagrams)
+        {
+            while (sent < Datagrams && sent - order.Count < Window)
+            {
+                BinaryPrimitives.WriteInt32LittleEndian(datagram, sent++);
+                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
+            }
+
+            int received = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
+            order.Add(received == datagram.Length ? BinaryPrimitives.ReadInt32LittleEndian(echo) : -1);
+        }
+
+        Assert.That(order, Is.EqualTo(Enumerable.Range(0, Datagrams)));
     }
 
     [TestCase(1)]
@@ -288,10 +365,12 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         await server.DisposeAsync();
     }
 
-    [TestCase(1)]
-    [TestCase(4)]
+    // With a reply limit, every datagram is also counted against its sender: that allocates nothing either.
+    [TestCase(1, 0)]
+    [TestCase(4, 0)]
+    [TestCase(1, int.MaxValue)]
     [CancelAfter(60_000)]
-    public async Task Echo_SteadyStream_AllocatesNoObjectPerDatagram(int receives, CancellationToken cancellationToken)
+    public async Task Echo_SteadyStream_AllocatesNoObjectPerDatagram(int receives, int replyLimit, CancellationToken cancellationToken)
     {
         // A blocking client on this thread allocates nothing per datagram and counts what it does allocate, so the
         // process-wide growth minus the client's is the server's, plus what the runtime and the test host do
@@ -302,7 +381,13 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         const int Measured = 50_000;
         const int Window = 4;
         const double MaxBytesPerDatagram = 8;
-        await using var server = await StartAsync(options => options.ConcurrentReceives = receives, cancellationToken);
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.ConcurrentReceives = receives;
+                options.MaxRepliesPerEndpointPerSecond = replyLimit;
+            },
+            cancellationToken);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp) { ReceiveTimeout = (int)UdpEchoTesting.EchoTimeout.TotalMilliseconds };
         client.Connect(server.LocalEndPoint!);
         byte[] datagram = new byte[32];
@@ -343,6 +428,15 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         Assert.That(shortEchoes, Is.Zero);
         Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Warmup + Measured));
         Assert.That(serverBytesPerDatagram, Is.LessThan(MaxBytesPerDatagram), $"the server allocated {serverBytesPerDatagram:F2} B per echoed datagram");
+    }
+
+    /// <summary>How many IPv4 UDP sockets the kernel lists as bound to <paramref name="port"/> (Linux's /proc/net/udp).</summary>
+    private static int UdpSocketsBoundTo(int port)
+    {
+        // Each line after the header: "sl local_address rem_address ...", the local address as HEXADDR:HEXPORT.
+        string local = $":{port:X4}";
+        return File.ReadLines("/proc/net/udp").Skip(1)
+            .Count(line => line.Split(' ', StringSplitOptions.RemoveEmptyEntries) is [_, string address, ..] && address.EndsWith(local, StringComparison.Ordinal));
     }
 
     private Task<UdpEchoServer> StartAsync(Action<UdpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)

@@ -24,9 +24,9 @@ internal static class UdpEchoTesting
         => SocketTestExtensions.WithinAsync(token => client.ReceiveAsync(buffer, SocketFlags.None, token).AsTask(), "an echo", cancellationToken);
 
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
-    /// and every args but those of the default number of receives is back in the pool.</summary>
+    /// and every args but those of its receives is back in the pool.</summary>
     public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
-        => WaitForIdleAsync(server, new UdpEchoServerOptions().ConcurrentReceives, datagrams, cancellationToken);
+        => WaitForIdleAsync(server, server.ConcurrentReceives, datagrams, cancellationToken);
 
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
     /// and every args but those of the <paramref name="receives"/> outstanding receives is back in the pool.</summary>

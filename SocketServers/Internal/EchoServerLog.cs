@@ -64,8 +64,8 @@ internal static partial class EchoServerLog
     [LoggerMessage(20, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed}")]
     public static partial void ConnectionSocketFailed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError, string suppressed);
 
-    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives, {SourcePorts})")]
-    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, string sourcePorts);
+    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives on {Sockets} sockets, {DroppedSources})")]
+    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, int sockets, string droppedSources);
 
     [LoggerMessage(31, LogLevel.Information, "UDP echo server on {EndPoint}: stop grace period over, dropping the replies still waiting")]
     public static partial void UdpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint);
@@ -78,6 +78,12 @@ internal static partial class EchoServerLog
 
     [LoggerMessage(35, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed}")]
     public static partial void DatagramFromPrivilegedPort(this ILogger logger, IPEndPoint? remoteEndPoint, int firstAnsweredPort, string suppressed);
+
+    [LoggerMessage(42, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: port {Port} is where echo servers like this one listen (its own port, and the default one), and answering one may start an endless loop{Suppressed}")]
+    public static partial void DatagramFromEchoServerPort(this ILogger logger, IPEndPoint? remoteEndPoint, int port, string suppressed);
+
+    [LoggerMessage(43, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: over {MaxRepliesPerSecond} replies a second to one sender{Suppressed}")]
+    public static partial void DatagramOverReplyLimit(this ILogger logger, IPEndPoint? remoteEndPoint, int maxRepliesPerSecond, string suppressed);
 
     [LoggerMessage(36, LogLevel.Debug, "UDP receive on {EndPoint}: {SocketError} from an earlier reply, receiving on")]
     public static partial void ReceiveReportedEarlierReply(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
