@@ -230,19 +230,24 @@ internal sealed class EchoScenario(BenchOptions options)
         long errors = 0;
         TimeSpan elapsed = TimeSpan.Zero;
         long allocated = 0;
+        long? serverAllocated = null;
         try
         {
             await Task.WhenAll(clients.Select(c => c.ConnectAsync(endPoint))).ConfigureAwait(false);
             Task[] exchanges = clients.Select(c => c.RunAsync()).ToArray();
             await Task.Delay(WarmUp).ConfigureAwait(false);
 
+            // A server in its own process reads its allocations at both ends of the measured window, the second
+            // while the clients still send: draining ends with every connection closing, which is no echo.
+            long? serverBefore = await server.ReadAllocatedBytesAsync().ConfigureAwait(false);
             allocated = GC.GetTotalAllocatedBytes(true);
             long start = Stopwatch.GetTimestamp();
             run.Enter(EchoPhase.Measure);
             await Task.Delay(MeasuredPerRound).ConfigureAwait(false);
+            allocated = GC.GetTotalAllocatedBytes(true) - allocated;
+            serverAllocated = await server.ReadAllocatedBytesAsync().ConfigureAwait(false) - serverBefore;
             run.Enter(EchoPhase.Drain);
             elapsed = Stopwatch.GetElapsedTime(start);
-            allocated = GC.GetTotalAllocatedBytes(true) - allocated;
 
             Task all = Task.WhenAll(exchanges);
             if (await Task.WhenAny(all, Task.Delay(s_drainTimeout)).ConfigureAwait(false) != all)
@@ -285,19 +290,21 @@ internal sealed class EchoScenario(BenchOptions options)
             s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
         }
 
-        return new EchoRound(elapsed, messages, errors, lost, allocated, clientAllocated, latency);
+        return new EchoRound(elapsed, messages, errors, lost, allocated, clientAllocated, serverAllocated, latency);
     }
 
     /// <summary>
     /// Reduces a server's rounds to its result: the median round's messages/s, and everything else
     /// over all rounds together. Allocation per message: for a server in this process, what the
     /// whole process allocated in the measured windows minus what the clients counted for
-    /// themselves; for a server elsewhere, the whole process is the client.
+    /// themselves; for a server elsewhere, the whole process is the client, and the server's own
+    /// process counts the server's where it tells (our host), in every round.
     /// </summary>
     private static EchoResult Summarise(IEchoServer server, EchoCell cell, List<EchoRound> rounds)
     {
         var latency = new LatencyHistogram();
         long messages = 0, errors = 0, lost = 0, allocated = 0, clientAllocated = 0;
+        long? serverAllocated = 0;
         TimeSpan elapsed = TimeSpan.Zero;
         foreach (EchoRound round in rounds)
         {
@@ -307,6 +314,7 @@ internal sealed class EchoScenario(BenchOptions options)
             lost += round.Lost;
             allocated += round.AllocatedBytes;
             clientAllocated += round.ClientAllocatedBytes;
+            serverAllocated += round.ServerAllocatedBytes;
             elapsed += round.Elapsed;
         }
 
@@ -318,7 +326,7 @@ internal sealed class EchoScenario(BenchOptions options)
             rate, rates[0], rates[^1], rounds.Count, rate * cell.Size / (1 << 20),
             latency.PercentileMicroseconds(50), latency.PercentileMicroseconds(99), latency.PercentileMicroseconds(99.9),
             errors, lost,
-            server.InProcess ? perMessage(allocated - clientAllocated) : null,
+            server.InProcess ? perMessage(allocated - clientAllocated) : serverAllocated is long bytes ? perMessage(bytes) : null,
             server.InProcess ? perMessage(clientAllocated) : perMessage(allocated),
             null);
     }

@@ -26,4 +26,11 @@ internal interface IEchoServer : IAsyncDisposable
     /// MiB; null where it cannot be read (a server that is not .NET, or not ours).
     /// </summary>
     Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync();
+
+    /// <summary>
+    /// Reads the bytes the server's own process has allocated since it started, without a collection and leaving
+    /// out what reading them allocates; null where it cannot be read (a server in this process, which the
+    /// benchmark counts itself, or one that is not ours).
+    /// </summary>
+    Task<long?> ReadAllocatedBytesAsync();
 }

@@ -26,6 +26,8 @@ internal sealed class OurEchoServer : IEchoServer
 
     public EndPoint UdpEndPoint { get; }
 
+    public Task<long?> ReadAllocatedBytesAsync() => Task.FromResult<long?>(null);
+
     public bool InProcess => true;
 
     public double? ProcessMemoryMib => null;

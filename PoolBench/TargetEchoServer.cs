@@ -19,6 +19,8 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public EndPoint UdpEndPoint { get; }
 
+    public Task<long?> ReadAllocatedBytesAsync() => Task.FromResult<long?>(null);
+
     public bool InProcess => false;
 
     public double? ProcessMemoryMib => null;

@@ -162,6 +162,7 @@ public sealed class ProgramTests
 
             Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
             Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
+            Assert.That(stats, Has.One.Matches(@"^stats: process\.allocated_bytes [1-9]\d* by_stats 0$"), "the first printout, with nothing printed before it");
             Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
             await SocketTestExtensions.AssertEchoesAsync(tcp, 10, cancellationToken);
         }
