@@ -99,14 +99,27 @@ internal sealed class ChildEchoServer : IEchoServer
     }
 
     /// <summary>The Node.js peer; it also exits by itself when its standard input closes, should this process die first.</summary>
-    public static Task<ChildEchoServer> StartNodeAsync() =>
-        StartAsync("node", printsStats: false, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartNodeAsync(string? cpus) =>
+        StartAsync("node", printsStats: false, cpus, null, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+
+    /// <summary>The C peer that <see cref="CEchoServerBuild"/> built; it also exits by itself when its standard input closes.</summary>
+    /// <param name="program">The built server.</param>
+    /// <param name="threads">Its worker threads; null for one per CPU it may run on.</param>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartCAsync(string program, int? threads, string? cpus) =>
+        StartAsync("c-epoll", printsStats: false, cpus, null, program, ["0", .. threads is int n ? [n.ToString(CultureInfo.InvariantCulture)] : Array.Empty<string>()]);
 
     /// <summary>Our TCP and UDP servers in their own console host, with the given connection limit and buffer size.</summary>
-    public static Task<ChildEchoServer> StartOursAsync(int maxConnections, int bufferSize) =>
+    /// <param name="name">Its name in the tables.</param>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    /// <param name="environment">Variables to set in its environment (the GC's settings, for example).</param>
+    public static Task<ChildEchoServer> StartOursAsync(string name, int maxConnections, int bufferSize, string? cpus, IReadOnlyDictionary<string, string> environment) =>
         StartAsync(
-            "ours-process",
+            name,
             printsStats: true,
+            cpus,
+            environment,
             "dotnet",
             Path.Combine(AppContext.BaseDirectory, "SocketServers.dll"),
             "both",
@@ -124,10 +137,22 @@ internal sealed class ChildEchoServer : IEchoServer
         _process.Dispose();
     }
 
-    private static async Task<ChildEchoServer> StartAsync(string name, bool printsStats, string program, params string[] arguments)
+    private static async Task<ChildEchoServer> StartAsync(
+        string name, bool printsStats, string? cpus, IReadOnlyDictionary<string, string>? environment, string program, params string[] arguments)
     {
-        var start = new ProcessStartInfo(program, arguments) { RedirectStandardInput = true, RedirectStandardOutput = true, UseShellExecute = false };
-        Process process = Process.Start(start) ?? throw new InvalidOperationException($"{program} did not start");
+        // taskset runs the program in its own process, so the pid is the server's.
+        var start = cpus is null
+            ? new ProcessStartInfo(program, arguments)
+            : new ProcessStartInfo("taskset", ["-c", cpus, program, .. arguments]);
+        start.RedirectStandardInput = true;
+        start.RedirectStandardOutput = true;
+        start.UseShellExecute = false;
+        foreach ((string variable, string value) in environment ?? new Dictionary<string, string>())
+        {
+            start.Environment[variable] = value;
+        }
+
+        Process process = Process.Start(start) ?? throw new InvalidOperationException($"{start.FileName} did not start");
         try
         {
             using var timeout = new CancellationTokenSource(s_startTimeout);
