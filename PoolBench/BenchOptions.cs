@@ -6,7 +6,7 @@ namespace PoolBench;
 internal sealed class BenchOptions
 {
     public const string Usage = """
-        usage: PoolBench <article|pools|echo|all> [options]
+        usage: PoolBench <article|pools|echo|all|soak> [options]
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
           --plots DIR             where to write the PNG plots (default: plots beside the --json file, or in
@@ -44,6 +44,11 @@ internal sealed class BenchOptions
           --rounds N              rounds per cell, each measuring every server in turn (default: 5, quick: 1)
           --idle N                TCP connections held idle by a Node.js child process, then echoed once
                                   each; 0 skips (default: 1000, quick: 50)
+          soak (not part of all): each server in turn under mixed clients that echo, reset, half-close,
+          idle and send UDP bursts, with the server's memory followed every second; it takes --server
+          (default: ours-process), --target, --server-env, --server-cpus, --c-threads and
+          --seconds S             how long each server is soaked (default: 60, quick: 3)
+          --connections N         mixed clients (default: 256, quick: 16)
         """;
 
     /// <summary>The most client processes <c>--clients</c> starts.</summary>
@@ -52,7 +57,7 @@ internal sealed class BenchOptions
     /// <summary>The most threads <c>--c-threads</c> gives the C server.</summary>
     public const int MaxCThreads = 256;
 
-    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all"];
+    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all", "soak"];
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
@@ -78,7 +83,8 @@ internal sealed class BenchOptions
     /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
     public string QuickLabel => Quick ? " — QUICK RUN" : "";
 
-    public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
+    /// <summary>Whether the run includes <paramref name="scenario"/>; <c>all</c> is every scenario but the soak.</summary>
+    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario != "soak");
 
     /// <summary>Where the PNG plots go: <c>--plots</c>, or beside the JSON document, or in the temp folder.</summary>
     public string PlotsPath => PlotsFolder ?? Path.Combine(OutputFolder, "plots");
@@ -160,7 +166,7 @@ internal sealed class BenchOptions
             Filters = filters,
             Workers = workers,
             Target = target,
-            Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
+            Servers = servers ?? (target is not null ? [] : scenario == "soak" ? ["ours-process"] : ["ours-process", "peer"]),
             Clients = clients,
             ServerCpus = serverCpus,
             CThreads = cThreads,

@@ -13,7 +13,7 @@ namespace PoolBench;
 /// both lines have come. Its output is read until it exits, so a chatty log never blocks it;
 /// disposing kills it. Our host prints its stats on SIGUSR1, and after a full collection on SIGUSR2: among
 /// them the bytes it has allocated (<c>stats: process.allocated_bytes N by_stats M</c>) and, last, its managed
-/// heap (<c>stats: process.managed_heap_bytes N committed M</c>). <see cref="ReadAllocatedBytesAsync"/> and
+/// heap (<c>stats: process.managed_heap_bytes N committed M</c>). <see cref="ReadStatsAsync"/> and
 /// <see cref="ReadManagedHeapAsync"/> send the signal and read the answer from that output.
 /// </summary>
 internal sealed class ChildEchoServer : IEchoServer
@@ -23,6 +23,7 @@ internal sealed class ChildEchoServer : IEchoServer
     private const int SigUsr2 = 12;
     private const string TcpReady = "tcp echo listening on ";
     private const string UdpReady = "udp echo listening on ";
+    private const string CollectionStats = "stats: process.gc.collections ";
     private const string AllocatedStats = "stats: process.allocated_bytes ";
     private const string HeapStats = "stats: process.managed_heap_bytes ";
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
@@ -69,6 +70,15 @@ internal sealed class ChildEchoServer : IEchoServer
         }
     }
 
+    public double? ProcessCpuSeconds
+    {
+        get
+        {
+            _process.Refresh();
+            return _process.HasExited ? null : _process.TotalProcessorTime.TotalSeconds;
+        }
+    }
+
     public async Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync()
     {
         const double Mib = 1 << 20;
@@ -77,8 +87,7 @@ internal sealed class ChildEchoServer : IEchoServer
             : null;
     }
 
-    public async Task<long?> ReadAllocatedBytesAsync() =>
-        (await RequestStatsAsync(SigUsr1).ConfigureAwait(false))?.AllocatedBytes;
+    public Task<HostStats?> ReadStatsAsync() => RequestStatsAsync(SigUsr1);
 
     /// <summary>Sends our host <paramref name="signal"/> and waits for the printout it causes.</summary>
     private async Task<HostStats?> RequestStatsAsync(int signal)
@@ -186,22 +195,30 @@ internal sealed class ChildEchoServer : IEchoServer
     private async Task DrainAsync()
     {
         long allocated = 0;
+        long[] collections = [0, 0, 0];
         while (await _process.StandardOutput.ReadLineAsync().ConfigureAwait(false) is { } line)
         {
-            // The allocated line comes before the heap line, which ends a printout.
-            if (line.StartsWith(AllocatedStats, StringComparison.Ordinal)
+            // The collections and allocated lines come before the heap line, which ends a printout.
+            if (line.StartsWith(CollectionStats, StringComparison.Ordinal)
+                && line[CollectionStats.Length..].Split(' ') is ["gen0", string gen0, "gen1", string gen1, "gen2", string gen2])
+            {
+                collections = [Number(gen0), Number(gen1), Number(gen2)];
+            }
+            else if (line.StartsWith(AllocatedStats, StringComparison.Ordinal)
                 && line[AllocatedStats.Length..].Split(' ') is [string total, "by_stats", string printed])
             {
-                allocated = long.Parse(total, CultureInfo.InvariantCulture) - long.Parse(printed, CultureInfo.InvariantCulture);
+                allocated = Number(total) - Number(printed);
             }
             else if (line.StartsWith(HeapStats, StringComparison.Ordinal)
                 && line[HeapStats.Length..].Split(' ') is [string heap, "committed", string committed])
             {
                 Volatile.Read(ref _printout).TrySetResult(
-                    new HostStats(allocated, long.Parse(heap, CultureInfo.InvariantCulture), long.Parse(committed, CultureInfo.InvariantCulture)));
+                    new HostStats(allocated, Number(heap), Number(committed), collections[0], collections[1], collections[2]));
             }
         }
     }
+
+    private static long Number(string text) => long.Parse(text, CultureInfo.InvariantCulture);
 
     // A system call, rather than a kill process, so that asking allocates next to nothing in this process.
     [DllImport("libc", EntryPoint = "kill", SetLastError = true)]

@@ -212,7 +212,7 @@ internal sealed class EchoScenario(BenchOptions options)
 
         // A server in its own process reads its allocations at both ends of the measured window, the second
         // while the clients still send: draining ends with every connection closing, which is no echo.
-        long? serverBefore = await server.ReadAllocatedBytesAsync().ConfigureAwait(false);
+        long? serverBefore = (await server.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
         long allocated = GC.GetTotalAllocatedBytes(true);
         long start = Stopwatch.GetTimestamp();
         foreach (IEchoLoad load in loads)
@@ -222,7 +222,7 @@ internal sealed class EchoScenario(BenchOptions options)
 
         await Task.Delay(MeasuredPerRound).ConfigureAwait(false);
         allocated = GC.GetTotalAllocatedBytes(true) - allocated;
-        long? serverAllocated = await server.ReadAllocatedBytesAsync().ConfigureAwait(false) - serverBefore;
+        long? serverAllocated = (await server.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes - serverBefore;
         foreach (IEchoLoad load in loads)
         {
             load.Drain();

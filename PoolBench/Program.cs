@@ -95,6 +95,11 @@ if (options.Runs("echo"))
     await new EchoScenario(options).RunAsync(report);
 }
 
+if (options.Runs("soak"))
+{
+    await new SoakScenario(options).RunAsync(report);
+}
+
 if (options.JsonPath is not null)
 {
     JsonReport.Write(options.JsonPath, new ReportDocument(options.Scenario, machine, report.Results, report.Failures));

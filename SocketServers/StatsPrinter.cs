@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using System.Globalization;
+using System.Runtime;
 using System.Runtime.InteropServices;
 using System.Text;
 
@@ -10,8 +11,10 @@ namespace SocketServers;
 /// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.
 /// </summary>
 /// <remarks>
-/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collections
-/// so far, the bytes the process has allocated and, last, the managed heap, each starting with <c>stats:</c>.
+/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collector's
+/// settings as it runs with them (server or workstation, background or not, the largest generation-0 budget), the
+/// collections so far, the bytes the process has allocated and, last, the managed heap, each starting with
+/// <c>stats:</c>.
 /// Counters and gauges show their latest value; a histogram shows how many values it recorded and their sum.
 /// SIGUSR1 and the timer read the heap as it stands, which costs the servers nothing; SIGUSR2 first runs a full,
 /// blocking collection, so that the heap line shows only what is live, for measurements (it pauses the process for
@@ -125,14 +128,17 @@ internal sealed class StatsPrinter : IDisposable
         }
 
         text.Append("stats: process.thread_pool.completed_items ").Append(ThreadPool.CompletedWorkItemCount).Append('\n');
+        IReadOnlyDictionary<string, object> gc = GC.GetConfigurationVariables();
+        text.Append("stats: process.gc.settings server ").Append(GCSettings.IsServerGC ? "true" : "false")
+            .Append(" concurrent ").Append(gc.TryGetValue("ConcurrentGC", out object? concurrent) && concurrent is true ? "true" : "false")
+            .Append(" gen0_max_budget ").Append(Convert.ToString(gc.GetValueOrDefault("GCGen0MaxBudget"), CultureInfo.InvariantCulture)).Append('\n');
         text.Append("stats: process.gc.collections gen0 ").Append(GC.CollectionCount(0))
             .Append(" gen1 ").Append(GC.CollectionCount(1))
             .Append(" gen2 ").Append(GC.CollectionCount(2)).Append('\n');
         text.Append("stats: process.allocated_bytes ").Append(allocated)
             .Append(" by_stats ").Append(printedBytes).Append('\n');
-        GCMemoryInfo gc = GC.GetGCMemoryInfo();
         text.Append("stats: process.managed_heap_bytes ").Append(heap)
-            .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
+            .Append(" committed ").Append(GC.GetGCMemoryInfo().TotalCommittedBytes).Append('\n');
         return text.ToString();
     }
 

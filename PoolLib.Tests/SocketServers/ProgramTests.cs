@@ -197,6 +197,33 @@ public sealed class ProgramTests
         }
     }
 
+    // Workstation GC sizes generation 0 from the processor's cache; DOTNET_GCgen0size makes this machine's GC size
+    // it as a server CPU with a large cache would (160 MiB). The host's runtimeconfig caps the budget whatever the cache.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_LargeCacheMachine_RunsWithTheCappedGen0Budget(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "the stats signals are handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"], new() { ["DOTNET_GCgen0size"] = "0xA000000" });
+        try
+        {
+            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+
+            await SendSignalAsync(host, "USR1", cancellationToken);
+            string? settings = null;
+            while (settings is null && await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
+            {
+                settings = line.StartsWith("stats: process.gc.settings ", StringComparison.Ordinal) ? line : null;
+            }
+
+            Assert.That(settings, Is.EqualTo("stats: process.gc.settings server false concurrent true gen0_max_budget 16777216"));
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
     // Two hosts on one port with --reuse-port: the kernel spreads 200 TCP connections and 2,000
     // datagrams from 20 source ports over both, every echo is exact, and once one host has stopped,
     // every new connection is served by the other. The final counters each host prints on SIGTERM
