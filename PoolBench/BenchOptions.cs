@@ -6,7 +6,7 @@ namespace PoolBench;
 internal sealed class BenchOptions
 {
     public const string Usage = """
-        usage: PoolBench <article|pools|echo|all> [options]
+        usage: PoolBench <article|pools|echo|all|soak> [options]
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
           --plots DIR             where to write the PNG plots (default: plots beside the --json file, or in
@@ -25,7 +25,17 @@ internal sealed class BenchOptions
                                   named NAME in the tables if given
           --server S[,S..]        servers to start: ours-process (our host as a child process), ours (in
                                   this process, sharing its GC and thread pool with the client), peer (the
-                                  Node.js server), all = ours-process,peer (default: all)
+                                  Node.js server), c (the C epoll server, built with gcc), all =
+                                  ours-process,peer (default: all)
+          --clients K             client processes that share each cell's connections; 1 runs the client in
+                                  this process (default: 1)
+          --server-cpus LIST      run the child servers pinned to these CPUs (taskset -c LIST, e.g. 0 or 0-3);
+                                  pin the clients by starting PoolBench itself under taskset (default: unpinned)
+          --c-threads N           threads of the C server (default: the CPUs it may run on)
+          --server-env NAME=VALUE[,..]
+                                  run ours-process with these variables in its environment, such as the GC's
+                                  DOTNET_gcServer=1; given more than once, one ours-process per setting, side
+                                  by side; - for none (default: -)
           --protocol tcp|udp|both (default: both)
           --connections N[,N..]   TCP connections or UDP senders (default: TCP 100, UDP 8,100)
           --size BYTES[,..]       message size (default: 32; UDP needs at least 8)
@@ -34,9 +44,20 @@ internal sealed class BenchOptions
           --rounds N              rounds per cell, each measuring every server in turn (default: 5, quick: 1)
           --idle N                TCP connections held idle by a Node.js child process, then echoed once
                                   each; 0 skips (default: 1000, quick: 50)
+          soak (not part of all): each server in turn under mixed clients that echo, reset, half-close,
+          idle and send UDP bursts, with the server's memory followed every second; it takes --server
+          (default: ours-process), --target, --server-env, --server-cpus, --c-threads and
+          --seconds S             how long each server is soaked (default: 60, quick: 3)
+          --connections N         mixed clients (default: 256, quick: 16)
         """;
 
-    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all"];
+    /// <summary>The most client processes <c>--clients</c> starts.</summary>
+    public const int MaxClients = 64;
+
+    /// <summary>The most threads <c>--c-threads</c> gives the C server.</summary>
+    public const int MaxCThreads = 256;
+
+    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all", "soak"];
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
@@ -47,6 +68,10 @@ internal sealed class BenchOptions
     public IReadOnlyList<int>? Workers { get; init; }
     public string? Target { get; init; }
     public IReadOnlyList<string> Servers { get; init; } = [];
+    public int? Clients { get; init; }
+    public string? ServerCpus { get; init; }
+    public int? CThreads { get; init; }
+    public IReadOnlyList<IReadOnlyDictionary<string, string>> ServerEnvironments { get; init; } = [new Dictionary<string, string>()];
     public IReadOnlyList<string> Protocols { get; init; } = ["tcp", "udp"];
     public IReadOnlyList<int>? Connections { get; init; }
     public IReadOnlyList<int> Sizes { get; init; } = [32];
@@ -58,7 +83,8 @@ internal sealed class BenchOptions
     /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
     public string QuickLabel => Quick ? " — QUICK RUN" : "";
 
-    public bool Runs(string scenario) => Scenario == scenario || Scenario == "all";
+    /// <summary>Whether the run includes <paramref name="scenario"/>; <c>all</c> is every scenario but the soak.</summary>
+    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario != "soak");
 
     /// <summary>Where the PNG plots go: <c>--plots</c>, or beside the JSON document, or in the temp folder.</summary>
     public string PlotsPath => PlotsFolder ?? Path.Combine(OutputFolder, "plots");
@@ -87,7 +113,9 @@ internal sealed class BenchOptions
         string? protocol = null;
         IReadOnlyList<int>? workers = null, connections = null, sizes = null, pipelines = null;
         double? seconds = null;
-        int? rounds = null, idle = null;
+        int? rounds = null, idle = null, clients = null, cThreads = null;
+        string? serverCpus = null;
+        var serverEnvironments = new List<IReadOnlyDictionary<string, string>>();
         for (int i = 1; i < args.Count; i++)
         {
             string name = args[i];
@@ -112,6 +140,10 @@ internal sealed class BenchOptions
                 case "--workers": workers = WorkerList(name, value); break;
                 case "--target": target = value; break;
                 case "--server": servers = ServerList(name, value); break;
+                case "--clients": clients = AtMost(name, value, MaxClients); break;
+                case "--server-cpus": serverCpus = CpuList(name, value); break;
+                case "--c-threads": cThreads = AtMost(name, value, MaxCThreads); break;
+                case "--server-env": serverEnvironments.Add(Variables(name, value)); break;
                 case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
                 case "--connections": connections = PositiveList(name, value); break;
                 case "--size": sizes = PositiveList(name, value); break;
@@ -134,7 +166,11 @@ internal sealed class BenchOptions
             Filters = filters,
             Workers = workers,
             Target = target,
-            Servers = servers ?? (target is null ? ["ours-process", "peer"] : []),
+            Servers = servers ?? (target is not null ? [] : scenario == "soak" ? ["ours-process"] : ["ours-process", "peer"]),
+            Clients = clients,
+            ServerCpus = serverCpus,
+            CThreads = cThreads,
+            ServerEnvironments = serverEnvironments.Count > 0 ? serverEnvironments : [new Dictionary<string, string>()],
             Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
             Connections = connections,
             Sizes = sizes ?? [32],
@@ -150,7 +186,7 @@ internal sealed class BenchOptions
 
     private static string[] ServerList(string name, string value) =>
         value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
-            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "all") == "all" ? ["ours-process", "peer"] : new[] { server })
+            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "c", "all") == "all" ? ["ours-process", "peer"] : new[] { server })
             .Distinct()
             .ToArray();
 
@@ -169,6 +205,39 @@ internal sealed class BenchOptions
             ? [.. counts.Distinct().Order()]
             : throw new ArgumentException($"{name} takes worker counts from 1 to 256, not '{value}'");
     }
+
+    private static int AtMost(string name, string value, int max) =>
+        Count(name, value) is > 0 and int count && count <= max
+            ? count
+            : throw new ArgumentException($"{name} takes a whole number from 1 to {max}, not '{value}'");
+
+    private static Dictionary<string, string> Variables(string name, string value)
+    {
+        var variables = new Dictionary<string, string>(StringComparer.Ordinal);
+        if (value == "-")
+        {
+            return variables;
+        }
+
+        foreach (string setting in value.Split(',', StringSplitOptions.TrimEntries))
+        {
+            int equals = setting.IndexOf('=', StringComparison.Ordinal);
+            if (equals <= 0 || !variables.TryAdd(setting[..equals], setting[(equals + 1)..]))
+            {
+                throw new ArgumentException($"{name} takes NAME=VALUE settings separated by commas, each name once, or -, not '{value}'");
+            }
+        }
+
+        return variables;
+    }
+
+    // taskset's list: CPU numbers and ranges, separated by commas.
+    private static string CpuList(string name, string value) =>
+        value.Split(',').All(part => part.Split('-') is [string one] ? IsCpu(one) : part.Split('-') is [string low, string high] && IsCpu(low) && IsCpu(high))
+            ? value
+            : throw new ArgumentException($"{name} takes CPU numbers and ranges separated by commas (0,2-3), not '{value}'");
+
+    private static bool IsCpu(string text) => text.Length > 0 && int.TryParse(text, NumberStyles.None, CultureInfo.InvariantCulture, out _);
 
     private static int Positive(string name, string value) =>
         Count(name, value) is > 0 and int count ? count : throw new ArgumentException($"{name} takes a positive whole number, not '{value}'");

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Globalization;
 using System.Net;
+using System.Runtime.InteropServices;
 using NLog;
 
 namespace PoolBench;
@@ -10,14 +11,20 @@ namespace PoolBench;
 /// <c>peers/echo-server.js</c>, or our servers' console host. Both print
 /// <c>tcp echo listening on ADDRESS:PORT</c> and the same for <c>udp</c>; the server is ready when
 /// both lines have come. Its output is read until it exits, so a chatty log never blocks it;
-/// disposing kills it. Its allocations happen in another process and are not measured. Our host
-/// prints its managed heap after a full collection on SIGUSR2 (<c>stats: process.managed_heap_bytes N committed M</c>),
-/// which <see cref="ReadManagedHeapAsync"/> asks for and reads from that output.
+/// disposing kills it. Our host prints its stats on SIGUSR1, and after a full collection on SIGUSR2: among
+/// them the bytes it has allocated (<c>stats: process.allocated_bytes N by_stats M</c>) and, last, its managed
+/// heap (<c>stats: process.managed_heap_bytes N committed M</c>). <see cref="ReadStatsAsync"/> and
+/// <see cref="ReadManagedHeapAsync"/> send the signal and read the answer from that output.
 /// </summary>
 internal sealed class ChildEchoServer : IEchoServer
 {
+    // Linux's numbers; our host prints its stats on either, collecting first on SIGUSR2.
+    private const int SigUsr1 = 10;
+    private const int SigUsr2 = 12;
     private const string TcpReady = "tcp echo listening on ";
     private const string UdpReady = "udp echo listening on ";
+    private const string CollectionStats = "stats: process.gc.collections ";
+    private const string AllocatedStats = "stats: process.allocated_bytes ";
     private const string HeapStats = "stats: process.managed_heap_bytes ";
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
     private static readonly TimeSpan s_startTimeout = TimeSpan.FromSeconds(30);
@@ -28,8 +35,8 @@ internal sealed class ChildEchoServer : IEchoServer
     private readonly bool _printsStats;
     private readonly Task _draining;
 
-    // The next heap line the output reader sees completes it; replaced for each request.
-    private TaskCompletionSource<(double HeapMib, double CommittedMib)> _heap = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    // The next printout the output reader sees completes it; replaced for each request.
+    private TaskCompletionSource<HostStats> _printout = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private ChildEchoServer(string name, Process process, EndPoint tcp, EndPoint udp, bool printsStats)
     {
@@ -63,32 +70,65 @@ internal sealed class ChildEchoServer : IEchoServer
         }
     }
 
+    public double? ProcessCpuSeconds
+    {
+        get
+        {
+            _process.Refresh();
+            return _process.HasExited ? null : _process.TotalProcessorTime.TotalSeconds;
+        }
+    }
+
     public async Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync()
+    {
+        const double Mib = 1 << 20;
+        return await RequestStatsAsync(SigUsr2).ConfigureAwait(false) is HostStats stats
+            ? (stats.HeapBytes / Mib, stats.CommittedBytes / Mib)
+            : null;
+    }
+
+    public Task<HostStats?> ReadStatsAsync() => RequestStatsAsync(SigUsr1);
+
+    /// <summary>Sends our host <paramref name="signal"/> and waits for the printout it causes.</summary>
+    private async Task<HostStats?> RequestStatsAsync(int signal)
     {
         if (!_printsStats || !OperatingSystem.IsLinux())
         {
             return null;
         }
 
-        var heap = new TaskCompletionSource<(double HeapMib, double CommittedMib)>(TaskCreationOptions.RunContinuationsAsynchronously);
-        Volatile.Write(ref _heap, heap);
-        using (Process signal = Process.Start("kill", ["-USR2", _process.Id.ToString(CultureInfo.InvariantCulture)]))
+        var printout = new TaskCompletionSource<HostStats>(TaskCreationOptions.RunContinuationsAsynchronously);
+        Volatile.Write(ref _printout, printout);
+        if (Kill(_process.Id, signal) != 0)
         {
-            await signal.WaitForExitAsync().ConfigureAwait(false);
+            throw new InvalidOperationException($"{Name}: could not send signal {signal}: error {Marshal.GetLastPInvokeError()}");
         }
 
-        return await heap.Task.WaitAsync(s_statsTimeout).ConfigureAwait(false);
+        return await printout.Task.WaitAsync(s_statsTimeout).ConfigureAwait(false);
     }
 
     /// <summary>The Node.js peer; it also exits by itself when its standard input closes, should this process die first.</summary>
-    public static Task<ChildEchoServer> StartNodeAsync() =>
-        StartAsync("node", printsStats: false, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartNodeAsync(string? cpus) =>
+        StartAsync("node", printsStats: false, cpus, null, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+
+    /// <summary>The C peer that <see cref="CEchoServerBuild"/> built; it also exits by itself when its standard input closes.</summary>
+    /// <param name="program">The built server.</param>
+    /// <param name="threads">Its worker threads; null for one per CPU it may run on.</param>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartCAsync(string program, int? threads, string? cpus) =>
+        StartAsync("c-epoll", printsStats: false, cpus, null, program, ["0", .. threads is int n ? [n.ToString(CultureInfo.InvariantCulture)] : Array.Empty<string>()]);
 
     /// <summary>Our TCP and UDP servers in their own console host, with the given connection limit and buffer size.</summary>
-    public static Task<ChildEchoServer> StartOursAsync(int maxConnections, int bufferSize) =>
+    /// <param name="name">Its name in the tables.</param>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    /// <param name="environment">Variables to set in its environment (the GC's settings, for example).</param>
+    public static Task<ChildEchoServer> StartOursAsync(string name, int maxConnections, int bufferSize, string? cpus, IReadOnlyDictionary<string, string> environment) =>
         StartAsync(
-            "ours-process",
+            name,
             printsStats: true,
+            cpus,
+            environment,
             "dotnet",
             Path.Combine(AppContext.BaseDirectory, "SocketServers.dll"),
             "both",
@@ -106,10 +146,22 @@ internal sealed class ChildEchoServer : IEchoServer
         _process.Dispose();
     }
 
-    private static async Task<ChildEchoServer> StartAsync(string name, bool printsStats, string program, params string[] arguments)
+    private static async Task<ChildEchoServer> StartAsync(
+        string name, bool printsStats, string? cpus, IReadOnlyDictionary<string, string>? environment, string program, params string[] arguments)
     {
-        var start = new ProcessStartInfo(program, arguments) { RedirectStandardInput = true, RedirectStandardOutput = true, UseShellExecute = false };
-        Process process = Process.Start(start) ?? throw new InvalidOperationException($"{program} did not start");
+        // taskset runs the program in its own process, so the pid is the server's.
+        var start = cpus is null
+            ? new ProcessStartInfo(program, arguments)
+            : new ProcessStartInfo("taskset", ["-c", cpus, program, .. arguments]);
+        start.RedirectStandardInput = true;
+        start.RedirectStandardOutput = true;
+        start.UseShellExecute = false;
+        foreach ((string variable, string value) in environment ?? new Dictionary<string, string>())
+        {
+            start.Environment[variable] = value;
+        }
+
+        Process process = Process.Start(start) ?? throw new InvalidOperationException($"{start.FileName} did not start");
         try
         {
             using var timeout = new CancellationTokenSource(s_startTimeout);
@@ -139,20 +191,38 @@ internal sealed class ChildEchoServer : IEchoServer
         }
     }
 
-    /// <summary>Reads the child's output until it exits, handing each heap line to the request waiting for it.</summary>
+    /// <summary>Reads the child's output until it exits, handing each stats printout to the request waiting for it.</summary>
     private async Task DrainAsync()
     {
+        long allocated = 0;
+        long[] collections = [0, 0, 0];
         while (await _process.StandardOutput.ReadLineAsync().ConfigureAwait(false) is { } line)
         {
-            if (line.StartsWith(HeapStats, StringComparison.Ordinal)
+            // The collections and allocated lines come before the heap line, which ends a printout.
+            if (line.StartsWith(CollectionStats, StringComparison.Ordinal)
+                && line[CollectionStats.Length..].Split(' ') is ["gen0", string gen0, "gen1", string gen1, "gen2", string gen2])
+            {
+                collections = [Number(gen0), Number(gen1), Number(gen2)];
+            }
+            else if (line.StartsWith(AllocatedStats, StringComparison.Ordinal)
+                && line[AllocatedStats.Length..].Split(' ') is [string total, "by_stats", string printed])
+            {
+                allocated = Number(total) - Number(printed);
+            }
+            else if (line.StartsWith(HeapStats, StringComparison.Ordinal)
                 && line[HeapStats.Length..].Split(' ') is [string heap, "committed", string committed])
             {
-                const double Mib = 1 << 20;
-                Volatile.Read(ref _heap).TrySetResult(
-                    (long.Parse(heap, CultureInfo.InvariantCulture) / Mib, long.Parse(committed, CultureInfo.InvariantCulture) / Mib));
+                Volatile.Read(ref _printout).TrySetResult(
+                    new HostStats(allocated, Number(heap), Number(committed), collections[0], collections[1], collections[2]));
             }
         }
     }
+
+    private static long Number(string text) => long.Parse(text, CultureInfo.InvariantCulture);
+
+    // A system call, rather than a kill process, so that asking allocates next to nothing in this process.
+    [DllImport("libc", EntryPoint = "kill", SetLastError = true)]
+    private static extern int Kill(int pid, int signal);
 
     private static void Stop(Process process)
     {

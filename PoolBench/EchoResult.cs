@@ -3,7 +3,8 @@ namespace PoolBench;
 /// <summary>
 /// One server in one cell of the echo load, as written to JSON: messages/s is the median of its
 /// rounds, with the slowest and fastest round; latency, losses, errors and allocation are over all
-/// rounds together. Per-message allocations are null where not measurable.
+/// rounds together. Per-message allocations are null where not measurable. <see cref="ClientShares"/>
+/// gives each client's part of <see cref="Messages"/>, in the order the clients were started.
 /// </summary>
 internal sealed record EchoResult(
     string Server,
@@ -25,7 +26,9 @@ internal sealed record EchoResult(
     long Lost,
     double? ServerBytesPerMsg,
     double? ClientBytesPerMsg,
-    double? RatioVsOurs)
+    double? RatioVsOurs,
+    int Clients,
+    IReadOnlyList<double> ClientShares)
 {
     public string Scenario => "echo";
 }

@@ -17,7 +17,6 @@ internal sealed class EchoScenario(BenchOptions options)
 {
     private const int MaxBytesInFlight = 1 << 20;
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
-    private static readonly TimeSpan s_drainTimeout = TimeSpan.FromSeconds(10);
 
     /// <summary>Measured time per server and cell, all rounds together; also how long idle connections are held.</summary>
     private TimeSpan Measured => TimeSpan.FromSeconds(options.Seconds ?? (options.Quick ? 1 : 5));
@@ -28,28 +27,32 @@ internal sealed class EchoScenario(BenchOptions options)
 
     private TimeSpan WarmUp => TimeSpan.FromSeconds(options.Quick ? 0.25 : 0.5);
 
+    private int Clients => options.Clients ?? 1;
+
     public async Task RunAsync(BenchReport report)
     {
-        List<IEchoServer> servers = await StartServersAsync(report).ConfigureAwait(false);
+        List<IEchoServer> servers = await EchoServers.StartAsync(options, report, MaxConnections(), options.Sizes.Max()).ConfigureAwait(false);
+        // One client in this process, as a plain run has it; several in processes of their own, started once.
+        List<IEchoLoad> loads = Clients == 1 ? [new EchoLoad()] : [.. Enumerable.Range(0, Clients).Select(_ => (IEchoLoad)EchoLoadProcess.Start())];
         try
         {
             foreach (string protocol in options.Protocols)
             {
                 var table = new MarkdownTable(
                     "conns", "size", "pipeline", "server", "msgs/s", "rounds min–max", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
-                    "errors", "lost", "server B/msg", "client B/msg", "vs ours");
+                    "errors", "lost", "server B/msg", "client B/msg", "vs ours", "client shares");
                 foreach (int connections in options.Connections ?? DefaultConnections(protocol))
                 {
                     foreach (int size in options.Sizes)
                     {
                         foreach (int pipeline in options.Pipelines ?? DefaultPipelines(protocol))
                         {
-                            await RunCellAsync(report, table, servers, new EchoCell(protocol, connections, size, pipeline)).ConfigureAwait(false);
+                            await RunCellAsync(report, table, servers, loads, new EchoCell(protocol, connections, size, pipeline)).ConfigureAwait(false);
                         }
                     }
                 }
 
-                table.Print($"echo: {protocol.ToUpperInvariant()}, {Rounds} round(s) per cell, each measuring every server in turn for {MeasuredPerRound.TotalSeconds:0.##} s after {WarmUp.TotalSeconds:0.##} s warm-up; msgs/s is the median round (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster){options.QuickLabel}");
+                table.Print($"echo: {protocol.ToUpperInvariant()}, {ClientsText}, {Rounds} round(s) per cell, each measuring every server in turn for {MeasuredPerRound.TotalSeconds:0.##} s after {WarmUp.TotalSeconds:0.##} s warm-up; msgs/s is the median round (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster; client shares: each client's part of the messages){options.QuickLabel}");
             }
 
             int idle = IdleConnectionCount;
@@ -60,12 +63,19 @@ internal sealed class EchoScenario(BenchOptions options)
         }
         finally
         {
+            foreach (IEchoLoad load in loads)
+            {
+                await load.DisposeAsync().ConfigureAwait(false);
+            }
+
             foreach (IEchoServer server in servers)
             {
                 await server.DisposeAsync().ConfigureAwait(false);
             }
         }
     }
+
+    private string ClientsText => Clients == 1 ? "one client in this process" : $"{Clients} client processes";
 
     private IReadOnlyList<int> DefaultConnections(string protocol) =>
         options.Quick ? [4] : protocol == "tcp" ? [100] : [8, 100];
@@ -78,42 +88,6 @@ internal sealed class EchoScenario(BenchOptions options)
     /// <summary>Our server's connection limit: the most connections any cell or the idle check opens.</summary>
     private int MaxConnections() =>
         Math.Max(IdleConnectionCount, (options.Connections ?? DefaultConnections("tcp")).Max());
-
-    private async Task<List<IEchoServer>> StartServersAsync(BenchReport report)
-    {
-        var servers = new List<IEchoServer>();
-        foreach (string server in options.Servers)
-        {
-            try
-            {
-                servers.Add(server switch
-                {
-                    "ours" => await OurEchoServer.StartAsync(MaxConnections(), options.Sizes.Max()).ConfigureAwait(false),
-                    "ours-process" => await ChildEchoServer.StartOursAsync(MaxConnections(), Math.Max(8192, options.Sizes.Max())).ConfigureAwait(false),
-                    "peer" => await ChildEchoServer.StartNodeAsync().ConfigureAwait(false),
-                    _ => throw new ArgumentException($"unknown server '{server}'"),
-                });
-            }
-            catch (Exception e) when (e is InvalidOperationException or System.ComponentModel.Win32Exception or TimeoutException or ArgumentException or IOException)
-            {
-                report.Fail($"echo: could not start the {server} server: {e.Message}");
-            }
-        }
-
-        foreach (string target in options.Target?.Split(',') ?? [])
-        {
-            try
-            {
-                servers.Add(await TargetEchoServer.ResolveAsync(target).ConfigureAwait(false));
-            }
-            catch (Exception e) when (e is ArgumentException or SocketException)
-            {
-                report.Fail($"echo: {e.Message}");
-            }
-        }
-
-        return servers;
-    }
 
     private async Task RunIdleAsync(BenchReport report, List<IEchoServer> servers, int idle)
     {
@@ -154,8 +128,14 @@ internal sealed class EchoScenario(BenchOptions options)
         table.Print($"echo: {idle} idle TCP connections from a child process, held {Measured.TotalSeconds:0.##} s, then one echo on each (heap: our server's managed heap after a full GC while holding, read in this process for ours or asked of the child for ours-process, with no client socket in either; server process: a child server's resident memory){options.QuickLabel}");
     }
 
-    private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, EchoCell cell)
+    private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, IReadOnlyList<IEchoLoad> loads, EchoCell cell)
     {
+        if (cell.Connections < loads.Count)
+        {
+            report.Fail($"echo: {loads.Count} clients need at least as many connections, not {cell.Connections}");
+            return;
+        }
+
         if (cell.Protocol == "udp" && cell.Size < MessagePattern.HeaderSize)
         {
             report.Fail($"echo: UDP messages carry an {MessagePattern.HeaderSize}-byte number, so --size must be at least {MessagePattern.HeaderSize}, not {cell.Size}");
@@ -176,7 +156,16 @@ internal sealed class EchoScenario(BenchOptions options)
                 s_log.Info(
                     "echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}, round {5} of {6}",
                     servers[i].Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, round, Rounds);
-                rounds[i].Add(await MeasureAsync(servers[i], cell).ConfigureAwait(false));
+                try
+                {
+                    rounds[i].Add(await MeasureAsync(servers[i], cell, loads).ConfigureAwait(false));
+                }
+                catch (Exception e) when (e is InvalidOperationException or TimeoutException or IOException)
+                {
+                    // A client process that died or stopped answering: the cell cannot be measured.
+                    report.Fail($"echo: {servers[i].Name} {cell.Protocol}, {cell.Connections} connection(s): {e.Message}");
+                    return;
+                }
             }
         }
 
@@ -186,7 +175,7 @@ internal sealed class EchoScenario(BenchOptions options)
             IEchoServer server = servers[i];
             EchoResult result = Summarise(server, cell, rounds[i]);
             // The first of our servers in the list is the one the others are compared with.
-            oursRate ??= server.Name is "ours" or "ours-process" && result.Messages > 0 ? result.MsgsPerSec : null;
+            oursRate ??= EchoServers.IsOurs(server) && result.Messages > 0 ? result.MsgsPerSec : null;
             result = result with { RatioVsOurs = result.Messages > 0 ? oursRate / result.MsgsPerSec : null };
             report.Add(result);
             if (result.Errors > 0)
@@ -209,73 +198,54 @@ internal sealed class EchoScenario(BenchOptions options)
                 CellText.Count(result.Lost),
                 CellText.Optional(result.ServerBytesPerMsg, 2),
                 CellText.Optional(result.ClientBytesPerMsg, 2),
-                CellText.Ratio(result.RatioVsOurs));
+                CellText.Ratio(result.RatioVsOurs),
+                string.Join(" / ", result.ClientShares.Select(share => CellText.Number(share * 100, 0) + "%")));
         }
     }
 
-    /// <summary>One round of one server: connect, warm up, measure, drain.</summary>
-    private async Task<EchoRound> MeasureAsync(IEchoServer server, EchoCell cell)
+    /// <summary>One round of one server: every client connects its share of the cell, warms up, is measured, drains.</summary>
+    private async Task<EchoRound> MeasureAsync(IEchoServer server, EchoCell cell, IReadOnlyList<IEchoLoad> loads)
     {
-        var run = new EchoRun();
-        var pattern = new MessagePattern(cell.Size);
         System.Net.EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint;
-        var clients = new EchoClient[cell.Connections];
-        for (int i = 0; i < clients.Length; i++)
+        await Task.WhenAll(loads.Select((load, i) => load.StartAsync(cell, Share(cell.Connections, loads.Count, i), endPoint))).ConfigureAwait(false);
+        await Task.Delay(WarmUp).ConfigureAwait(false);
+
+        // A server in its own process reads its allocations at both ends of the measured window, the second
+        // while the clients still send: draining ends with every connection closing, which is no echo.
+        long? serverBefore = (await server.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
+        long allocated = GC.GetTotalAllocatedBytes(true);
+        long start = Stopwatch.GetTimestamp();
+        foreach (IEchoLoad load in loads)
         {
-            clients[i] = cell.Protocol == "tcp"
-                ? new TcpEchoClient(run, pattern, cell.Pipeline, endPoint.AddressFamily)
-                : new UdpEchoClient(run, pattern, cell.Pipeline, endPoint.AddressFamily);
+            load.Measure();
         }
 
-        long errors = 0;
-        TimeSpan elapsed = TimeSpan.Zero;
-        long allocated = 0;
-        try
+        await Task.Delay(MeasuredPerRound).ConfigureAwait(false);
+        allocated = GC.GetTotalAllocatedBytes(true) - allocated;
+        long? serverAllocated = (await server.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes - serverBefore;
+        foreach (IEchoLoad load in loads)
         {
-            await Task.WhenAll(clients.Select(c => c.ConnectAsync(endPoint))).ConfigureAwait(false);
-            Task[] exchanges = clients.Select(c => c.RunAsync()).ToArray();
-            await Task.Delay(WarmUp).ConfigureAwait(false);
+            load.Drain();
+        }
 
-            allocated = GC.GetTotalAllocatedBytes(true);
-            long start = Stopwatch.GetTimestamp();
-            run.Enter(EchoPhase.Measure);
-            await Task.Delay(MeasuredPerRound).ConfigureAwait(false);
-            run.Enter(EchoPhase.Drain);
-            elapsed = Stopwatch.GetElapsedTime(start);
-            allocated = GC.GetTotalAllocatedBytes(true) - allocated;
-
-            Task all = Task.WhenAll(exchanges);
-            if (await Task.WhenAny(all, Task.Delay(s_drainTimeout)).ConfigureAwait(false) != all)
-            {
-                errors++;
-                s_log.Error("echo: {0} did not echo every message in flight within {1} s", server.Name, s_drainTimeout.TotalSeconds);
-            }
-        }
-        catch (SocketException e)
-        {
-            errors++;
-            s_log.Error("echo: {0} {1}: {2}", server.Name, cell.Protocol, e.Message);
-        }
-        finally
-        {
-            foreach (EchoClient client in clients)
-            {
-                client.Dispose();
-            }
-        }
+        TimeSpan elapsed = Stopwatch.GetElapsedTime(start);
+        EchoLoadResult[] results = await Task.WhenAll(loads.Select(load => load.FinishAsync())).ConfigureAwait(false);
 
         var latency = new LatencyHistogram();
-        long messages = 0, lost = 0, clientAllocated = 0;
-        foreach (EchoClient client in clients)
+        long messages = 0, errors = 0, lost = 0, clientAllocated = 0, childAllocated = 0;
+        for (int i = 0; i < results.Length; i++)
         {
-            latency.Add(client.Latency);
-            messages += client.Messages;
-            lost += client.Lost;
-            clientAllocated += client.AllocatedBytes;
-            errors += client.Errors;
-            if (client.FirstError is string error)
+            EchoLoadResult result = results[i];
+            latency.Add(result.Latency);
+            messages += result.Messages;
+            errors += result.Errors;
+            lost += result.Lost;
+            // Clients in this process are in its own count; a child's whole process is the client's.
+            clientAllocated += loads[i].InProcess ? result.ClientAllocatedBytes : 0;
+            childAllocated += loads[i].InProcess ? 0 : result.ProcessAllocatedBytes;
+            if (result.FirstError is string error)
             {
-                s_log.Error("echo: {0} {1}: {2}", server.Name, cell.Protocol, error);
+                s_log.Error("echo: {0} {1}, client {2}: {3}", server.Name, cell.Protocol, i + 1, error);
             }
         }
 
@@ -285,19 +255,29 @@ internal sealed class EchoScenario(BenchOptions options)
             s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
         }
 
-        return new EchoRound(elapsed, messages, errors, lost, allocated, clientAllocated, latency);
+        return new EchoRound(
+            elapsed, messages, errors, lost, allocated, clientAllocated, childAllocated, serverAllocated, latency,
+            results.Select(result => result.Messages).ToArray());
     }
+
+    /// <summary>Client <paramref name="index"/>'s share of <paramref name="connections"/> split over <paramref name="clients"/>, the first ones taking one more where it does not divide.</summary>
+    private static int Share(int connections, int clients, int index) =>
+        connections / clients + (index < connections % clients ? 1 : 0);
 
     /// <summary>
     /// Reduces a server's rounds to its result: the median round's messages/s, and everything else
     /// over all rounds together. Allocation per message: for a server in this process, what the
-    /// whole process allocated in the measured windows minus what the clients counted for
-    /// themselves; for a server elsewhere, the whole process is the client.
+    /// whole process allocated in the measured windows minus what the clients in it counted for
+    /// themselves; for a server elsewhere, the whole process is the client's, and the server's own
+    /// process counts the server's where it tells (our host), in every round. Client processes
+    /// count their whole process as the client's.
     /// </summary>
     private static EchoResult Summarise(IEchoServer server, EchoCell cell, List<EchoRound> rounds)
     {
         var latency = new LatencyHistogram();
-        long messages = 0, errors = 0, lost = 0, allocated = 0, clientAllocated = 0;
+        long messages = 0, errors = 0, lost = 0, allocated = 0, clientAllocated = 0, childAllocated = 0;
+        long? serverAllocated = 0;
+        var clientMessages = new long[rounds[0].ClientMessages.Count];
         TimeSpan elapsed = TimeSpan.Zero;
         foreach (EchoRound round in rounds)
         {
@@ -307,7 +287,13 @@ internal sealed class EchoScenario(BenchOptions options)
             lost += round.Lost;
             allocated += round.AllocatedBytes;
             clientAllocated += round.ClientAllocatedBytes;
+            childAllocated += round.ChildAllocatedBytes;
+            serverAllocated += round.ServerAllocatedBytes;
             elapsed += round.Elapsed;
+            for (int i = 0; i < clientMessages.Length; i++)
+            {
+                clientMessages[i] += round.ClientMessages[i];
+            }
         }
 
         double[] rates = rounds.Select(round => round.MsgsPerSec).Order().ToArray();
@@ -318,9 +304,11 @@ internal sealed class EchoScenario(BenchOptions options)
             rate, rates[0], rates[^1], rounds.Count, rate * cell.Size / (1 << 20),
             latency.PercentileMicroseconds(50), latency.PercentileMicroseconds(99), latency.PercentileMicroseconds(99.9),
             errors, lost,
-            server.InProcess ? perMessage(allocated - clientAllocated) : null,
-            server.InProcess ? perMessage(clientAllocated) : perMessage(allocated),
-            null);
+            server.InProcess ? perMessage(allocated - clientAllocated) : serverAllocated is long bytes ? perMessage(bytes) : null,
+            server.InProcess ? perMessage(clientAllocated + childAllocated) : perMessage(allocated + childAllocated),
+            null,
+            clientMessages.Length,
+            [.. clientMessages.Select(count => messages > 0 ? (double)count / messages : 0)]);
     }
 
     /// <summary>The median of values sorted in ascending order.</summary>

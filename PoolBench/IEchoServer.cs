@@ -18,6 +18,9 @@ internal interface IEchoServer : IAsyncDisposable
     /// <summary>The resident memory of the server's own process in MiB, where it has one and it can be read.</summary>
     double? ProcessMemoryMib { get; }
 
+    /// <summary>The processor time the server's own process has used so far, in seconds, where it has one.</summary>
+    double? ProcessCpuSeconds { get; }
+
     /// <summary>TCP connections the server has accepted since it started, where this process can read its counter.</summary>
     long? AcceptedTcpConnections { get; }
 
@@ -26,4 +29,11 @@ internal interface IEchoServer : IAsyncDisposable
     /// MiB; null where it cannot be read (a server that is not .NET, or not ours).
     /// </summary>
     Task<(double HeapMib, double CommittedMib)?> ReadManagedHeapAsync();
+
+    /// <summary>
+    /// Reads the stats of the server's own process without a collection: among them the bytes it has allocated since
+    /// it started, leaving out what reading them allocates; null where they cannot be read (a server in this process,
+    /// whose allocations the benchmark counts itself, or one that is not ours).
+    /// </summary>
+    Task<HostStats?> ReadStatsAsync();
 }

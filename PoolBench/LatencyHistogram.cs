@@ -34,6 +34,38 @@ internal sealed class LatencyHistogram
         Count += other.Count;
     }
 
+    /// <summary>The counts of the buckets that hold any, by bucket index: what another process needs to merge this one.</summary>
+    public Dictionary<int, long> NonEmptyBuckets()
+    {
+        var buckets = new Dictionary<int, long>();
+        for (int i = 0; i < _counts.Length; i++)
+        {
+            if (_counts[i] != 0)
+            {
+                buckets[i] = _counts[i];
+            }
+        }
+
+        return buckets;
+    }
+
+    /// <summary>A histogram with the bucket counts of <see cref="NonEmptyBuckets"/>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">An index names no bucket, or a count is negative.</exception>
+    public static LatencyHistogram FromBuckets(IReadOnlyDictionary<int, long> buckets)
+    {
+        var histogram = new LatencyHistogram();
+        foreach ((int index, long count) in buckets)
+        {
+            ArgumentOutOfRangeException.ThrowIfNegative(index);
+            ArgumentOutOfRangeException.ThrowIfGreaterThanOrEqual(index, histogram._counts.Length);
+            ArgumentOutOfRangeException.ThrowIfNegative(count);
+            histogram._counts[index] = count;
+            histogram.Count += count;
+        }
+
+        return histogram;
+    }
+
     /// <summary>The value at <paramref name="percentile"/> (0 to 100) in microseconds, or null when empty.</summary>
     public double? PercentileMicroseconds(double percentile)
     {

@@ -26,9 +26,13 @@ internal sealed class OurEchoServer : IEchoServer
 
     public EndPoint UdpEndPoint { get; }
 
+    public Task<HostStats?> ReadStatsAsync() => Task.FromResult<HostStats?>(null);
+
     public bool InProcess => true;
 
     public double? ProcessMemoryMib => null;
+
+    public double? ProcessCpuSeconds => null;
 
     public long? AcceptedTcpConnections => _tcp.Counters.TotalConnections;
 

@@ -8,6 +8,14 @@ LogManager.Setup().LoadConfiguration(builder =>
     builder.ForLogger().FilterMinLevel(NLog.LogLevel.Info).WriteToConsole("${date:format=HH\\:mm\\:ss} ${message}${onexception: ${exception}}", stderr: true));
 Logger log = LogManager.GetLogger("PoolBench");
 
+if (args is [EchoLoadChild.Role])
+{
+    // A child client of the echo load's --clients, started by this program; its log goes to stderr as ours does.
+    int status = await EchoLoadChild.RunAsync(Console.In, Console.Out);
+    LogManager.Shutdown();
+    return status;
+}
+
 if (args is ["--help"] or ["-h"])
 {
     Console.WriteLine(BenchOptions.Usage);
@@ -85,6 +93,11 @@ if (microbenchmarks.Count > 0)
 if (options.Runs("echo"))
 {
     await new EchoScenario(options).RunAsync(report);
+}
+
+if (options.Runs("soak"))
+{
+    await new SoakScenario(options).RunAsync(report);
 }
 
 if (options.JsonPath is not null)

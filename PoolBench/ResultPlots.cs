@@ -6,7 +6,8 @@ namespace PoolBench;
 /// <summary>
 /// Writes the results as PNG plots: for the pools comparison, ns per take+return pair against
 /// workers, one line per implementation, one plot per rental pattern and capacity; for the echo
-/// load, messages per second of each server, one bar chart per cell. Plots that cannot be drawn
+/// load, messages per second of each server, one bar chart per cell; for the soak, each server's
+/// resident memory against time, one line per server. Plots that cannot be drawn
 /// (no usable font, no native drawing library) are logged and skipped: the tables and the JSON
 /// document carry the same numbers.
 /// </summary>
@@ -24,7 +25,8 @@ internal static class ResultPlots
             .DistinctBy(r => (r.Impl, r.Pattern, r.Capacity, r.Workers))
             .ToArray();
         EchoResult[] echoes = results.OfType<EchoResult>().Where(r => r.Messages > 0).ToArray();
-        if (pools.Length == 0 && echoes.Length == 0)
+        SoakResult[] soaks = results.OfType<SoakResult>().Where(r => r.RssMib.Count > 0).ToArray();
+        if (pools.Length == 0 && echoes.Length == 0 && soaks.Length == 0)
         {
             return;
         }
@@ -47,6 +49,13 @@ internal static class ResultPlots
                 string path = Path.Combine(folder, $"echo-{protocol}-{connections}-conns-{size}-bytes-pipeline-{pipeline}.png");
                 string title = $"{protocol.ToUpperInvariant()} echo, {connections} {(protocol == "tcp" ? "connections" : "senders")}, {size} B, pipeline {pipeline}{label}";
                 EchoPlot(title, cell.ToArray()).SavePng(path, Width, Height);
+                written.Add(path);
+            }
+
+            if (soaks.Length > 0)
+            {
+                string path = Path.Combine(folder, "soak-rss.png");
+                SoakPlot($"soak: server resident memory under churn{label}", soaks).SavePng(path, Width, Height);
                 written.Add(path);
             }
 
@@ -107,6 +116,26 @@ internal static class ResultPlots
         plot.Axes.Margins(bottom: 0, top: 0.15);
         plot.Title(title);
         plot.YLabel("messages/s (median round)");
+        return plot;
+    }
+
+    /// <summary>Each server's resident memory, sampled every second of its soak, one line per server.</summary>
+    private static Plot SoakPlot(string title, SoakResult[] servers)
+    {
+        var plot = new Plot();
+        foreach (SoakResult server in servers)
+        {
+            var line = plot.Add.Scatter(Enumerable.Range(1, server.RssMib.Count).Select(second => (double)second).ToArray(), server.RssMib.ToArray());
+            line.LegendText = server.Server;
+            line.MarkerSize = 0;
+            line.LineWidth = 2;
+        }
+
+        plot.Axes.SetLimitsY(0, servers.Max(r => r.RssMib.Max()) * 1.1);
+        plot.Title(title);
+        plot.XLabel("seconds under load");
+        plot.YLabel("resident set, MiB");
+        plot.ShowLegend(Edge.Bottom);
         return plot;
     }
 }

@@ -19,9 +19,13 @@ internal sealed class TargetEchoServer : IEchoServer
 
     public EndPoint UdpEndPoint { get; }
 
+    public Task<HostStats?> ReadStatsAsync() => Task.FromResult<HostStats?>(null);
+
     public bool InProcess => false;
 
     public double? ProcessMemoryMib => null;
+
+    public double? ProcessCpuSeconds => null;
 
     public long? AcceptedTcpConnections => null;
 

@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using System.Globalization;
+using System.Runtime;
 using System.Runtime.InteropServices;
 using System.Text;
 
@@ -10,11 +11,16 @@ namespace SocketServers;
 /// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.
 /// </summary>
 /// <remarks>
-/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collections
-/// so far and, last, the managed heap, each starting with <c>stats:</c>. Counters and gauges show their latest
-/// value; a histogram shows how many values it recorded and their sum. SIGUSR1 and the timer read the heap as it
-/// stands, which costs the servers nothing; SIGUSR2 first runs a full, blocking collection, so that the heap line
-/// shows only what is live, for measurements (it pauses the process for as long as the collection takes).
+/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collector's
+/// settings as it runs with them (server or workstation, background or not, the largest generation-0 budget), the
+/// collections so far, the bytes the process has allocated and, last, the managed heap, each starting with
+/// <c>stats:</c>.
+/// Counters and gauges show their latest value; a histogram shows how many values it recorded and their sum.
+/// SIGUSR1 and the timer read the heap as it stands, which costs the servers nothing; SIGUSR2 first runs a full,
+/// blocking collection, so that the heap line shows only what is live, for measurements (it pauses the process for
+/// as long as the collection takes). The allocated bytes are read exactly, before the printout allocates anything,
+/// and never collect; the same line gives what the earlier printouts allocated themselves, so that a reader who
+/// takes the difference of two printouts can leave them out.
 /// </remarks>
 internal sealed class StatsPrinter : IDisposable
 {
@@ -26,12 +32,18 @@ internal sealed class StatsPrinter : IDisposable
 
     private readonly MeterListener _listener = new();
     private readonly Lock _lock = new();
+
+    // One printout at a time, so that each counts every earlier one in _printedBytes.
+    private readonly Lock _printLock = new();
     private readonly SortedDictionary<string, double> _latest = new(StringComparer.Ordinal);
     private readonly SortedDictionary<string, (long Count, double Sum)> _histograms = new(StringComparer.Ordinal);
     private readonly TextWriter _output;
     private readonly PosixSignalRegistration? _sigusr1;
     private readonly PosixSignalRegistration? _sigusr2;
     private readonly Timer? _timer;
+
+    // What the printouts so far allocated on their own thread; written under _printLock.
+    private long _printedBytes;
 
     /// <summary>Starts listening to the meters.</summary>
     /// <param name="output">Where the lines go.</param>
@@ -77,6 +89,27 @@ internal sealed class StatsPrinter : IDisposable
     /// </param>
     public void Print(bool collectFirst)
     {
+        using (_printLock.EnterScope())
+        {
+            // First, so that the figure holds none of this printout's own allocations.
+            long allocated = GC.GetTotalAllocatedBytes(precise: true);
+            long ownStart = GC.GetAllocatedBytesForCurrentThread();
+            _output.Write(Format(collectFirst, allocated, _printedBytes));
+            _output.Flush();
+            _printedBytes += GC.GetAllocatedBytesForCurrentThread() - ownStart;
+        }
+    }
+
+    public void Dispose()
+    {
+        _timer?.Dispose();
+        _sigusr1?.Dispose();
+        _sigusr2?.Dispose();
+        _listener.Dispose();
+    }
+
+    private string Format(bool collectFirst, long allocated, long printedBytes)
+    {
         long heap = GC.GetTotalMemory(collectFirst);
         var text = new StringBuilder();
         using (_lock.EnterScope())
@@ -95,22 +128,18 @@ internal sealed class StatsPrinter : IDisposable
         }
 
         text.Append("stats: process.thread_pool.completed_items ").Append(ThreadPool.CompletedWorkItemCount).Append('\n');
+        IReadOnlyDictionary<string, object> gc = GC.GetConfigurationVariables();
+        text.Append("stats: process.gc.settings server ").Append(GCSettings.IsServerGC ? "true" : "false")
+            .Append(" concurrent ").Append(gc.TryGetValue("ConcurrentGC", out object? concurrent) && concurrent is true ? "true" : "false")
+            .Append(" gen0_max_budget ").Append(Convert.ToString(gc.GetValueOrDefault("GCGen0MaxBudget"), CultureInfo.InvariantCulture)).Append('\n');
         text.Append("stats: process.gc.collections gen0 ").Append(GC.CollectionCount(0))
             .Append(" gen1 ").Append(GC.CollectionCount(1))
             .Append(" gen2 ").Append(GC.CollectionCount(2)).Append('\n');
-        GCMemoryInfo gc = GC.GetGCMemoryInfo();
+        text.Append("stats: process.allocated_bytes ").Append(allocated)
+            .Append(" by_stats ").Append(printedBytes).Append('\n');
         text.Append("stats: process.managed_heap_bytes ").Append(heap)
-            .Append(" committed ").Append(gc.TotalCommittedBytes).Append('\n');
-        _output.Write(text.ToString());
-        _output.Flush();
-    }
-
-    public void Dispose()
-    {
-        _timer?.Dispose();
-        _sigusr1?.Dispose();
-        _sigusr2?.Dispose();
-        _listener.Dispose();
+            .Append(" committed ").Append(GC.GetGCMemoryInfo().TotalCommittedBytes).Append('\n');
+        return text.ToString();
     }
 
     private void Record(Instrument instrument, double value, ReadOnlySpan<KeyValuePair<string, object?>> tags)

@@ -162,6 +162,7 @@ public sealed class ProgramTests
 
             Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
             Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
+            Assert.That(stats, Has.One.Matches(@"^stats: process\.allocated_bytes [1-9]\d* by_stats 0$"), "the first printout, with nothing printed before it");
             Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
             await SocketTestExtensions.AssertEchoesAsync(tcp, 10, cancellationToken);
         }
@@ -189,6 +190,33 @@ public sealed class ProgramTests
             long second = await ReadFullCollectionsOnSignalAsync(host, signal, cancellationToken);
 
             Assert.That(second - first, collects ? Is.GreaterThan(0) : Is.Zero, $"full collections between two SIG{signal} printouts");
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
+    // Workstation GC sizes generation 0 from the processor's cache; DOTNET_GCgen0size makes this machine's GC size
+    // it as a server CPU with a large cache would (160 MiB). The host's runtimeconfig caps the budget whatever the cache.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_LargeCacheMachine_RunsWithTheCappedGen0Budget(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "the stats signals are handled on Linux");
+        using Process host = StartHost(["tcp", "--port", "0"], new() { ["DOTNET_GCgen0size"] = "0xA000000" });
+        try
+        {
+            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+
+            await SendSignalAsync(host, "USR1", cancellationToken);
+            string? settings = null;
+            while (settings is null && await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
+            {
+                settings = line.StartsWith("stats: process.gc.settings ", StringComparison.Ordinal) ? line : null;
+            }
+
+            Assert.That(settings, Is.EqualTo("stats: process.gc.settings server false concurrent true gen0_max_budget 16777216"));
         }
         finally
         {
