@@ -3,6 +3,12 @@ using BenchmarkDotNet.Reports;
 using BenchmarkDotNet.Validators;
 using NLog;
 using PoolBench;
+using PoolBench.Article;
+using PoolBench.Echo;
+using PoolBench.Echo.Load;
+using PoolBench.Echo.Soak;
+using PoolBench.Pools;
+using PoolBench.Report;
 
 LogManager.Setup().LoadConfiguration(builder =>
     builder.ForLogger().FilterMinLevel(NLog.LogLevel.Info).WriteToConsole("${date:format=HH\\:mm\\:ss} ${message}${onexception: ${exception}}", stderr: true));
