@@ -1,6 +1,7 @@
 using System.Net.Sockets;
 using BenchmarkDotNet.Attributes;
 using BenchmarkDotNet.Configs;
+using PoolLib;
 
 namespace PoolBench.Article;
 
@@ -39,7 +40,7 @@ public class ArticleBenchmarks
     [BenchmarkCategory(OneThread)]
     public void OneThreadPool()
     {
-        using var pool = new ArticleArgsPool(BufferSize, PoolCapacity);
+        using var pool = new ArgsPool(BufferSize, PoolCapacity);
         RequestsFromPool(pool, Requests);
     }
 
@@ -51,7 +52,7 @@ public class ArticleBenchmarks
     [BenchmarkCategory(TwentyFiveTasks)]
     public void TasksPool()
     {
-        using var pool = new ArticleArgsPool(BufferSize, PoolCapacity);
+        using var pool = new ArgsPool(BufferSize, PoolCapacity);
         OnTasks(Requests, count => RequestsFromPool(pool, count));
     }
 
@@ -79,7 +80,7 @@ public class ArticleBenchmarks
         }
     }
 
-    private static void RequestsFromPool(ArticleArgsPool pool, int count)
+    private static void RequestsFromPool(ArgsPool pool, int count)
     {
         for (int i = 0; i < count; i++)
         {
@@ -90,4 +91,17 @@ public class ArticleBenchmarks
 
     /// <summary>The same token work on every object, so neither column measures an empty loop.</summary>
     private static void Use(SocketAsyncEventArgs args, int request) => args.Buffer![request % BufferSize] = (byte)request;
+
+    /// <summary>The article's SocketClientPool: each args owns one buffer and carries its slot in UserToken.</summary>
+    private sealed class ArgsPool(int bufferSize, int maxCapacity) : Pool<SocketAsyncEventArgs>(maxCapacity)
+    {
+        protected override SocketAsyncEventArgs ObjectConstructor()
+        {
+            var args = new SocketAsyncEventArgs();
+            args.SetBuffer(new byte[bufferSize], 0, bufferSize);
+            return args;
+        }
+
+        protected override void HoldSlotInObject(SocketAsyncEventArgs args, PoolSlot<SocketAsyncEventArgs> slot) => args.UserToken = slot;
+    }
 }

@@ -19,11 +19,11 @@ internal sealed class ArticleScenario(BenchOptions options)
     public void Report(Summary summary, BenchReport report)
     {
         List<MeasuredCase> measured = MeasuredCase.From(summary, report, "article");
-        var results = new List<ArticleResult>();
+        var results = new List<Result>();
         foreach (MeasuredCase cell in measured)
         {
             int requests = cell.Parameter<int>(nameof(ArticleBenchmarks.Requests));
-            var result = new ArticleResult(
+            var result = new Result(
                 requests, cell.Name, cell.MedianNs / 1e9, cell.MinNs / 1e9, cell.MaxNs / 1e9, cell.BytesPerOp / requests, cell.Iterations);
             results.Add(result);
             report.Add(result);
@@ -35,12 +35,12 @@ internal sealed class ArticleScenario(BenchOptions options)
         BytesTable(results, rows).Print($"article: allocated bytes per request{options.QuickLabel}");
     }
 
-    private static MarkdownTable TimeTable(List<ArticleResult> results, int[] rows)
+    private static MarkdownTable TimeTable(List<Result> results, int[] rows)
     {
         var table = new MarkdownTable(["requests", .. s_modes, "pool speed-up, 1 thread", "pool speed-up, 25 tasks"]);
         foreach (int requests in rows)
         {
-            ArticleResult?[] row = s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode)).ToArray();
+            Result?[] row = s_modes.Select(mode => results.FirstOrDefault(r => r.Requests == requests && r.Mode == mode)).ToArray();
             table.Row([
                 CellText.Count(requests),
                 .. row.Select(r => r is null ? "—" : $"{CellText.Seconds(r.Seconds)} ({CellText.Spread(r.SecondsMin, r.SecondsMax, CellText.Seconds)})"),
@@ -52,7 +52,7 @@ internal sealed class ArticleScenario(BenchOptions options)
         return table;
     }
 
-    private static MarkdownTable BytesTable(List<ArticleResult> results, int[] rows)
+    private static MarkdownTable BytesTable(List<Result> results, int[] rows)
     {
         var table = new MarkdownTable(["requests", .. s_modes]);
         foreach (int requests in rows)
@@ -64,5 +64,19 @@ internal sealed class ArticleScenario(BenchOptions options)
         }
 
         return table;
+    }
+
+    /// <summary>One cell of the article table, as written to JSON. <see cref="BytesPerRequest"/> is null when
+    /// BenchmarkDotNet's memory diagnoser gave no figure.</summary>
+    private sealed record Result(
+        int Requests,
+        string Mode,
+        double Seconds,
+        double SecondsMin,
+        double SecondsMax,
+        double? BytesPerRequest,
+        int Iterations)
+    {
+        public string Scenario => "article";
     }
 }

@@ -1,5 +1,5 @@
 using System.Diagnostics;
-using System.Net.Sockets;
+using System.Net;
 using NLog;
 using PoolBench.Echo.Load;
 using PoolBench.Echo.Servers;
@@ -18,7 +18,6 @@ namespace PoolBench.Echo;
 /// </summary>
 internal sealed class EchoScenario(BenchOptions options)
 {
-    private const int MaxBytesInFlight = 1 << 20;
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
 
     /// <summary>Measured time per server and cell, all rounds together; also how long idle connections are held.</summary>
@@ -32,6 +31,10 @@ internal sealed class EchoScenario(BenchOptions options)
 
     private int Clients => options.Clients ?? 1;
 
+    private string ClientsText => Clients == 1 ? "one client in this process" : $"{Clients} client processes";
+
+    private int IdleConnectionCount => options.Idle ?? (options.Quick ? 50 : 1000);
+
     public async Task RunAsync(BenchReport report)
     {
         List<IEchoServer> servers = await EchoServers.StartAsync(options, report, MaxConnections(), options.Sizes.Max()).ConfigureAwait(false);
@@ -41,27 +44,12 @@ internal sealed class EchoScenario(BenchOptions options)
         {
             foreach (string protocol in options.Protocols)
             {
-                var table = new MarkdownTable(
-                    "conns", "size", "pipeline", "server", "msgs/s", "rounds min–max", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
-                    "errors", "lost", "server B/msg", "client B/msg", "vs ours", "client shares");
-                foreach (int connections in options.Connections ?? DefaultConnections(protocol))
-                {
-                    foreach (int size in options.Sizes)
-                    {
-                        foreach (int pipeline in options.Pipelines ?? DefaultPipelines(protocol))
-                        {
-                            await RunCellAsync(report, table, servers, loads, new EchoCell(protocol, connections, size, pipeline)).ConfigureAwait(false);
-                        }
-                    }
-                }
-
-                table.Print($"echo: {protocol.ToUpperInvariant()}, {ClientsText}, {Rounds} round(s) per cell, each measuring every server in turn for {MeasuredPerRound.TotalSeconds:0.##} s after {WarmUp.TotalSeconds:0.##} s warm-up; msgs/s is the median round (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster; client shares: each client's part of the messages){options.QuickLabel}");
+                await RunProtocolAsync(report, servers, loads, protocol).ConfigureAwait(false);
             }
 
-            int idle = IdleConnectionCount;
-            if (idle > 0 && options.Protocols.Contains("tcp"))
+            if (IdleConnectionCount > 0 && options.Protocols.Contains("tcp"))
             {
-                await RunIdleAsync(report, servers, idle).ConfigureAwait(false);
+                await IdleConnections.RunAllAsync(servers, IdleConnectionCount, options.Sizes[0], Measured, options.QuickLabel, report).ConfigureAwait(false);
             }
         }
         finally
@@ -78,98 +66,47 @@ internal sealed class EchoScenario(BenchOptions options)
         }
     }
 
-    private string ClientsText => Clients == 1 ? "one client in this process" : $"{Clients} client processes";
-
     private IReadOnlyList<int> DefaultConnections(string protocol) =>
         options.Quick ? [4] : protocol == "tcp" ? [100] : [8, 100];
 
     private IReadOnlyList<int> DefaultPipelines(string protocol) =>
         options.Quick ? [1, 4] : protocol == "tcp" ? [1, 100] : [1];
 
-    private int IdleConnectionCount => options.Idle ?? (options.Quick ? 50 : 1000);
-
     /// <summary>Our server's connection limit: the most connections any cell or the idle check opens.</summary>
     private int MaxConnections() =>
         Math.Max(IdleConnectionCount, (options.Connections ?? DefaultConnections("tcp")).Max());
 
-    private async Task RunIdleAsync(BenchReport report, List<IEchoServer> servers, int idle)
+    /// <summary>Every cell of one protocol, in one table.</summary>
+    private async Task RunProtocolAsync(BenchReport report, List<IEchoServer> servers, IReadOnlyList<IEchoLoad> loads, string protocol)
     {
         var table = new MarkdownTable(
-            "server", "connections", "connected", "echoed", "errors", "heap MiB", "heap growth MiB", "heap committed MiB", "server process MiB");
-        foreach (IEchoServer server in servers)
+            "conns", "size", "pipeline", "server", "msgs/s", "rounds min–max", "MiB/s", "p50 µs", "p99 µs", "p99.9 µs",
+            "errors", "lost", "server B/msg", "client B/msg", "vs ours", "client shares");
+        foreach (int connections in options.Connections ?? DefaultConnections(protocol))
         {
-            s_log.Info("echo: {0}, {1} idle TCP connections from a child process for {2} s", server.Name, idle, Measured.TotalSeconds);
-            IdleResult result;
-            try
+            foreach (int size in options.Sizes)
             {
-                result = await new IdleConnections(server, idle, options.Sizes[0], Measured).RunAsync().ConfigureAwait(false);
+                foreach (int pipeline in options.Pipelines ?? DefaultPipelines(protocol))
+                {
+                    await RunCellAsync(report, table, servers, loads, new EchoCell(protocol, connections, size, pipeline)).ConfigureAwait(false);
+                }
             }
-            catch (Exception e) when (e is InvalidOperationException or System.ComponentModel.Win32Exception or TimeoutException or IOException)
-            {
-                report.Fail($"echo: {server.Name}: the idle-connections check did not run to the end: {e.Message}");
-                continue;
-            }
-
-            report.Add(result);
-            if (result.Errors > 0)
-            {
-                report.Fail($"echo: {server.Name}: {result.Errors} of {idle} idle TCP connections failed to connect or echo");
-            }
-
-            table.Row(
-                server.Name,
-                CellText.Count(result.Connections),
-                CellText.Count(result.Connected),
-                CellText.Count(result.Echoed),
-                CellText.Count(result.Errors),
-                CellText.Optional(result.HeapMib),
-                CellText.Optional(result.HeapDeltaMib),
-                CellText.Optional(result.HeapCommittedMib),
-                CellText.Optional(result.ServerProcessMib));
         }
 
-        table.Print($"echo: {idle} idle TCP connections from a child process, held {Measured.TotalSeconds:0.##} s, then one echo on each (heap: our server's managed heap after a full GC while holding, read in this process for ours or asked of the child for ours-process, with no client socket in either; server process: a child server's resident memory){options.QuickLabel}");
+        table.Print($"echo: {protocol.ToUpperInvariant()}, {ClientsText}, {Rounds} round(s) per cell, each measuring every server in turn for {MeasuredPerRound.TotalSeconds:0.##} s after {WarmUp.TotalSeconds:0.##} s warm-up; msgs/s is the median round (vs ours = ours msgs/s / its msgs/s, above 1 means ours is faster; client shares: each client's part of the messages){options.QuickLabel}");
     }
 
     private async Task RunCellAsync(BenchReport report, MarkdownTable table, List<IEchoServer> servers, IReadOnlyList<IEchoLoad> loads, EchoCell cell)
     {
-        if (cell.Connections < loads.Count)
+        if (cell.Problem(loads.Count) is string problem)
         {
-            report.Fail($"echo: {loads.Count} clients need at least as many connections, not {cell.Connections}");
+            report.Fail($"echo: {problem}");
             return;
         }
 
-        if (cell.Protocol == "udp" && cell.Size < MessagePattern.HeaderSize)
+        if (await MeasureRoundsAsync(report, servers, loads, cell).ConfigureAwait(false) is not { } rounds)
         {
-            report.Fail($"echo: UDP messages carry an {MessagePattern.HeaderSize}-byte number, so --size must be at least {MessagePattern.HeaderSize}, not {cell.Size}");
             return;
-        }
-
-        if ((long)cell.Size * cell.Pipeline > MaxBytesInFlight)
-        {
-            report.Fail($"echo: size × pipeline must stay within {MaxBytesInFlight} bytes in flight per connection, not {cell.Size} × {cell.Pipeline}");
-            return;
-        }
-
-        var rounds = servers.Select(_ => new List<EchoRound>(Rounds)).ToArray();
-        for (int round = 1; round <= Rounds; round++)
-        {
-            for (int i = 0; i < servers.Count; i++)
-            {
-                s_log.Info(
-                    "echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}, round {5} of {6}",
-                    servers[i].Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, round, Rounds);
-                try
-                {
-                    rounds[i].Add(await MeasureAsync(servers[i], cell, loads).ConfigureAwait(false));
-                }
-                catch (Exception e) when (e is InvalidOperationException or TimeoutException or IOException)
-                {
-                    // A client process that died or stopped answering: the cell cannot be measured.
-                    report.Fail($"echo: {servers[i].Name} {cell.Protocol}, {cell.Connections} connection(s): {e.Message}");
-                    return;
-                }
-            }
         }
 
         double? oursRate = null;
@@ -206,11 +143,38 @@ internal sealed class EchoScenario(BenchOptions options)
         }
     }
 
-    /// <summary>One round of one server: every client connects its share of the cell, warms up, is measured, drains.</summary>
-    private async Task<EchoRound> MeasureAsync(IEchoServer server, EchoCell cell, IReadOnlyList<IEchoLoad> loads)
+    /// <summary>Every round of the cell, each measuring every server in turn; null when a client process failed.</summary>
+    private async Task<List<Round>[]?> MeasureRoundsAsync(BenchReport report, List<IEchoServer> servers, IReadOnlyList<IEchoLoad> loads, EchoCell cell)
     {
-        System.Net.EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint;
-        await Task.WhenAll(loads.Select((load, i) => load.StartAsync(cell, Share(cell.Connections, loads.Count, i), endPoint))).ConfigureAwait(false);
+        var rounds = servers.Select(_ => new List<Round>(Rounds)).ToArray();
+        for (int round = 1; round <= Rounds; round++)
+        {
+            for (int i = 0; i < servers.Count; i++)
+            {
+                s_log.Info(
+                    "echo: {0} {1}, {2} connection(s), {3} bytes, pipeline {4}, round {5} of {6}",
+                    servers[i].Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, round, Rounds);
+                try
+                {
+                    rounds[i].Add(await MeasureAsync(servers[i], cell, loads).ConfigureAwait(false));
+                }
+                catch (Exception e) when (e is InvalidOperationException or TimeoutException or IOException)
+                {
+                    // A client process that died or stopped answering: the cell cannot be measured.
+                    report.Fail($"echo: {servers[i].Name} {cell.Protocol}, {cell.Connections} connection(s): {e.Message}");
+                    return null;
+                }
+            }
+        }
+
+        return rounds;
+    }
+
+    /// <summary>One round of one server: every client connects its share of the cell, warms up, is measured, drains.</summary>
+    private async Task<Round> MeasureAsync(IEchoServer server, EchoCell cell, IReadOnlyList<IEchoLoad> loads)
+    {
+        EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint;
+        await Task.WhenAll(loads.Select((load, i) => load.StartAsync(cell, cell.Share(loads.Count, i), endPoint))).ConfigureAwait(false);
         await Task.Delay(WarmUp).ConfigureAwait(false);
 
         // A server in its own process reads its allocations at both ends of the measured window, the second
@@ -233,39 +197,8 @@ internal sealed class EchoScenario(BenchOptions options)
 
         TimeSpan elapsed = Stopwatch.GetElapsedTime(start);
         EchoLoadResult[] results = await Task.WhenAll(loads.Select(load => load.FinishAsync())).ConfigureAwait(false);
-
-        var latency = new LatencyHistogram();
-        long messages = 0, errors = 0, lost = 0, clientAllocated = 0, childAllocated = 0;
-        for (int i = 0; i < results.Length; i++)
-        {
-            EchoLoadResult result = results[i];
-            latency.Add(result.Latency);
-            messages += result.Messages;
-            errors += result.Errors;
-            lost += result.Lost;
-            // Clients in this process are in its own count; a child's whole process is the client's.
-            clientAllocated += loads[i].InProcess ? result.ClientAllocatedBytes : 0;
-            childAllocated += loads[i].InProcess ? 0 : result.ProcessAllocatedBytes;
-            if (result.FirstError is string error)
-            {
-                s_log.Error("echo: {0} {1}, client {2}: {3}", server.Name, cell.Protocol, i + 1, error);
-            }
-        }
-
-        if (messages == 0)
-        {
-            errors++;
-            s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
-        }
-
-        return new EchoRound(
-            elapsed, messages, errors, lost, allocated, clientAllocated, childAllocated, serverAllocated, latency,
-            results.Select(result => result.Messages).ToArray());
+        return Round.Of(server, cell, loads, results, elapsed, allocated, serverAllocated);
     }
-
-    /// <summary>Client <paramref name="index"/>'s share of <paramref name="connections"/> split over <paramref name="clients"/>, the first ones taking one more where it does not divide.</summary>
-    private static int Share(int connections, int clients, int index) =>
-        connections / clients + (index < connections % clients ? 1 : 0);
 
     /// <summary>
     /// Reduces a server's rounds to its result: the median round's messages/s, and everything else
@@ -275,14 +208,14 @@ internal sealed class EchoScenario(BenchOptions options)
     /// process counts the server's where it tells (our host), in every round. Client processes
     /// count their whole process as the client's.
     /// </summary>
-    private static EchoResult Summarise(IEchoServer server, EchoCell cell, List<EchoRound> rounds)
+    private static EchoResult Summarise(IEchoServer server, EchoCell cell, List<Round> rounds)
     {
         var latency = new LatencyHistogram();
         long messages = 0, errors = 0, lost = 0, allocated = 0, clientAllocated = 0, childAllocated = 0;
         long? serverAllocated = 0;
         var clientMessages = new long[rounds[0].ClientMessages.Count];
         TimeSpan elapsed = TimeSpan.Zero;
-        foreach (EchoRound round in rounds)
+        foreach (Round round in rounds)
         {
             latency.Add(round.Latency);
             messages += round.Messages;
@@ -317,4 +250,59 @@ internal sealed class EchoScenario(BenchOptions options)
     /// <summary>The median of values sorted in ascending order.</summary>
     private static double Median(double[] sorted) =>
         sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[sorted.Length / 2 - 1] + sorted[sorted.Length / 2]) / 2;
+
+    /// <summary>
+    /// What one server did in one round of a cell, before the rounds are reduced to an <see cref="EchoResult"/>.
+    /// <see cref="AllocatedBytes"/> is this process's allocation over the measured window; <see cref="ClientAllocatedBytes"/>
+    /// is the part the clients in it counted themselves; <see cref="ChildAllocatedBytes"/> what client processes allocated
+    /// over theirs; <see cref="ServerAllocatedBytes"/> what a server in its own process allocated over the same window,
+    /// where it tells. <see cref="ClientMessages"/> holds each client's messages.
+    /// </summary>
+    private sealed record Round(
+        TimeSpan Elapsed,
+        long Messages,
+        long Errors,
+        long Lost,
+        long AllocatedBytes,
+        long ClientAllocatedBytes,
+        long ChildAllocatedBytes,
+        long? ServerAllocatedBytes,
+        LatencyHistogram Latency,
+        IReadOnlyList<long> ClientMessages)
+    {
+        public double MsgsPerSec => Messages / Math.Max(Elapsed.TotalSeconds, 1e-9);
+
+        /// <summary>The round from what every client saw; a round in which nothing was echoed counts one error.</summary>
+        public static Round Of(
+            IEchoServer server, EchoCell cell, IReadOnlyList<IEchoLoad> loads, EchoLoadResult[] results, TimeSpan elapsed, long allocated, long? serverAllocated)
+        {
+            var latency = new LatencyHistogram();
+            long messages = 0, errors = 0, lost = 0, clientAllocated = 0, childAllocated = 0;
+            for (int i = 0; i < results.Length; i++)
+            {
+                EchoLoadResult result = results[i];
+                latency.Add(result.Latency);
+                messages += result.Messages;
+                errors += result.Errors;
+                lost += result.Lost;
+                // Clients in this process are in its own count; a child's whole process is the client's.
+                clientAllocated += loads[i].InProcess ? result.ClientAllocatedBytes : 0;
+                childAllocated += loads[i].InProcess ? 0 : result.ProcessAllocatedBytes;
+                if (result.FirstError is string error)
+                {
+                    s_log.Error("echo: {0} {1}, client {2}: {3}", server.Name, cell.Protocol, i + 1, error);
+                }
+            }
+
+            if (messages == 0)
+            {
+                errors++;
+                s_log.Error("echo: {0} {1} echoed nothing in the measured window", server.Name, cell.Protocol);
+            }
+
+            return new Round(
+                elapsed, messages, errors, lost, allocated, clientAllocated, childAllocated, serverAllocated, latency,
+                results.Select(result => result.Messages).ToArray());
+        }
+    }
 }

@@ -59,11 +59,11 @@ internal sealed class IdleClientProcess : IAsyncDisposable
     }
 
     /// <summary>Sends one message on every open connection and returns once each echo has been checked.</summary>
-    public async Task<IdleClientCounts> EchoAsync()
+    public async Task<Counts> EchoAsync()
     {
         string[] answer = await CommandAsync("echo").ConfigureAwait(false);
         return answer is ["result", "connected", string connected, "echoed", string echoed, "errors", string errors]
-            ? new IdleClientCounts(
+            ? new Counts(
                 int.Parse(connected, CultureInfo.InvariantCulture),
                 int.Parse(echoed, CultureInfo.InvariantCulture),
                 long.Parse(errors, CultureInfo.InvariantCulture))
@@ -102,4 +102,7 @@ internal sealed class IdleClientProcess : IAsyncDisposable
 
     private static InvalidOperationException Unexpected(string[] answer) =>
         new($"the idle clients answered '{string.Join(' ', answer)}'");
+
+    /// <summary>What the idle clients report at the end: connections opened, echoed in full, and failed in any way.</summary>
+    public readonly record struct Counts(int Connected, int Echoed, long Errors);
 }

@@ -65,4 +65,7 @@ internal static class PlotFont
             .SelectMany(folder => Directory.EnumerateFiles(folder, "*.ttf", SearchOption.AllDirectories))
             .Order(StringComparer.Ordinal)
             .ToArray();
+
+    /// <summary>No font was found to label the plots with.</summary>
+    public sealed class PlotFontException(string message) : Exception(message);
 }

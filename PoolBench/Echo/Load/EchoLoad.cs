@@ -51,13 +51,13 @@ internal sealed class EchoLoad : IEchoLoad
     public void Measure()
     {
         _allocated = GC.GetTotalAllocatedBytes(true);
-        _run.Enter(EchoPhase.Measure);
+        _run.Measure();
     }
 
     public void Drain()
     {
         _allocated = GC.GetTotalAllocatedBytes(true) - _allocated;
-        _run.Enter(EchoPhase.Drain);
+        _run.Drain();
     }
 
     public async Task<EchoLoadResult> FinishAsync()

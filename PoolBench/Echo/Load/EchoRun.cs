@@ -1,14 +1,32 @@
 namespace PoolBench.Echo.Load;
 
-/// <summary>The phase shared by all clients of one echo cell; only the scenario moves it forward.</summary>
+/// <summary>
+/// The phase shared by all clients of one echo cell; only the load moves it forward, from the warm-up to measuring
+/// to draining. Clients count and time only what completes while measuring.
+/// </summary>
 internal sealed class EchoRun
 {
-    // Written by the scenario, read by every client once per message: always through Volatile.
-    private int _phase = (int)EchoPhase.WarmUp;
+    // Written by the load, read by every client once per message: always through Volatile.
+    private int _phase = (int)Phase.WarmUp;
 
-    public EchoPhase Phase => (EchoPhase)Volatile.Read(ref _phase);
+    private enum Phase
+    {
+        /// <summary>Connections run but nothing is counted.</summary>
+        WarmUp,
 
-    public bool Measuring => Phase == EchoPhase.Measure;
+        Measure,
+        Drain,
+    }
 
-    public void Enter(EchoPhase phase) => Volatile.Write(ref _phase, (int)phase);
+    /// <summary>Echoes, latencies and the clients' own allocations are counted.</summary>
+    public bool Measuring => Current == Phase.Measure;
+
+    /// <summary>No new messages are sent; clients wait for the echoes still in flight, then stop.</summary>
+    public bool Draining => Current == Phase.Drain;
+
+    private Phase Current => (Phase)Volatile.Read(ref _phase);
+
+    public void Measure() => Volatile.Write(ref _phase, (int)Phase.Measure);
+
+    public void Drain() => Volatile.Write(ref _phase, (int)Phase.Drain);
 }

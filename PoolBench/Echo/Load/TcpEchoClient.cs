@@ -82,7 +82,7 @@ internal sealed class TcpEchoClient : EchoClient
 
             filled -= complete * size;
             _receive.AsSpan(complete * size, filled).CopyTo(_receive);
-            toSend = Run.Phase == EchoPhase.Drain ? 0 : complete;
+            toSend = Run.Draining ? 0 : complete;
         }
     }
 }

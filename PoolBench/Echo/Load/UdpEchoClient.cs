@@ -22,6 +22,9 @@ internal sealed class UdpEchoClient : EchoClient
     private readonly byte[] _receive;
     private readonly long[] _waitingFor;
 
+    // The receive timeout, reused until it fires; touched by the client's own chain of awaits only.
+    private CancellationTokenSource _timeout = new();
+
     public UdpEchoClient(EchoRun run, MessagePattern pattern, int pipeline, AddressFamily family)
         : base(run, pattern, pipeline)
     {
@@ -38,7 +41,6 @@ internal sealed class UdpEchoClient : EchoClient
     protected override async Task ExchangeAsync()
     {
         int inFlight = Pipeline;
-        var timeout = new CancellationTokenSource();
         for (int slot = 0; slot < Pipeline; slot++)
         {
             _waitingFor[slot] = slot;
@@ -48,8 +50,8 @@ internal sealed class UdpEchoClient : EchoClient
         long mark = GC.GetAllocatedBytesForCurrentThread();
         while (inFlight > 0)
         {
-            timeout.CancelAfter(ReplyTimeout);
-            ValueTask<int> receiving = _socket.ReceiveAsync(_receive, SocketFlags.None, timeout.Token);
+            _timeout.CancelAfter(ReplyTimeout);
+            ValueTask<int> receiving = _socket.ReceiveAsync(_receive, SocketFlags.None, _timeout.Token);
             Account(mark);
             int received;
             try
@@ -59,46 +61,69 @@ internal sealed class UdpEchoClient : EchoClient
             catch (OperationCanceledException)
             {
                 mark = GC.GetAllocatedBytesForCurrentThread();
-                timeout.Dispose();
-                timeout = new CancellationTokenSource();
+                RenewTimeout();
                 inFlight -= GiveUpOverdue();
                 continue;
             }
 
             mark = GC.GetAllocatedBytesForCurrentThread();
-            if (!timeout.TryReset())
+            if (!_timeout.TryReset())
             {
-                timeout.Dispose();
-                timeout = new CancellationTokenSource();
+                RenewTimeout();
             }
 
-            long seq = received == Pattern.Size ? MessagePattern.SequenceOf(_receive) : -1;
-            if (seq < 0 || !Pattern.Matches(_receive.AsSpan(0, received), seq) || seq > _waitingFor[seq % Pipeline])
+            if (!TryAnswer(received, out bool retired))
             {
-                Error($"a {received}-byte echo does not match any datagram sent");
                 return;
             }
 
-            int answered = (int)(seq % Pipeline);
-            if (seq < _waitingFor[answered])
-            {
-                continue;
-            }
-
-            Completed(seq);
-            if (Run.Phase == EchoPhase.Drain)
-            {
-                _waitingFor[answered] = long.MaxValue;
-                inFlight--;
-            }
-            else
-            {
-                _waitingFor[answered] += Pipeline;
-                Send(answered);
-            }
+            inFlight -= retired ? 1 : 0;
         }
 
-        timeout.Dispose();
+        _timeout.Dispose();
+    }
+
+    /// <summary>
+    /// Takes the reply of <paramref name="received"/> bytes: false for one that matches no datagram sent; an echo its
+    /// slot waits for counts and sends the slot's next datagram, or retires the slot when draining.
+    /// </summary>
+    private bool TryAnswer(int received, out bool retired)
+    {
+        retired = false;
+        long seq = received == Pattern.Size ? MessagePattern.SequenceOf(_receive) : -1;
+        if (seq < 0 || !Pattern.Matches(_receive.AsSpan(0, received), seq) || seq > _waitingFor[seq % Pipeline])
+        {
+            Error($"a {received}-byte echo does not match any datagram sent");
+            return false;
+        }
+
+        int answered = (int)(seq % Pipeline);
+        if (seq < _waitingFor[answered])
+        {
+            // The reply to a datagram already given up as lost.
+            return true;
+        }
+
+        Completed(seq);
+        if (Run.Draining)
+        {
+            _waitingFor[answered] = long.MaxValue;
+            retired = true;
+        }
+        else
+        {
+            _waitingFor[answered] += Pipeline;
+            Send(answered);
+        }
+
+        return true;
+    }
+
+    /// <summary>A fired source cannot be reset: the next receive gets a new one.</summary>
+    private void RenewTimeout()
+    {
+        _timeout.Dispose();
+        _timeout = new CancellationTokenSource();
     }
 
     /// <summary>Counts every overdue slot as lost; sends its next datagram, or retires it when draining.</summary>
@@ -113,7 +138,7 @@ internal sealed class UdpEchoClient : EchoClient
             }
 
             Lost++;
-            if (Run.Phase == EchoPhase.Drain)
+            if (Run.Draining)
             {
                 _waitingFor[slot] = long.MaxValue;
                 retired++;

@@ -23,39 +23,7 @@ internal static class EchoServers
         {
             try
             {
-                switch (server)
-                {
-                    case "ours":
-                        servers.Add(await OurEchoServer.StartAsync(maxConnections, size).ConfigureAwait(false));
-                        break;
-                    case "ours-process":
-                        // One host per --server-env setting, named after it.
-                        foreach (IReadOnlyDictionary<string, string> environment in options.ServerEnvironments)
-                        {
-                            string name = environment.Count == 0
-                                ? "ours-process"
-                                : $"ours-process {string.Join(',', environment.Select(variable => $"{variable.Key}={variable.Value}"))}";
-                            servers.Add(await ChildEchoServer.StartOursAsync(name, maxConnections, Math.Max(8192, size), options.ServerCpus, environment).ConfigureAwait(false));
-                        }
-
-                        break;
-                    case "peer":
-                        servers.Add(await ChildEchoServer.StartNodeAsync(options.ServerCpus).ConfigureAwait(false));
-                        break;
-                    case "c":
-                        if (await CEchoServerBuild.BuildAsync().ConfigureAwait(false) is string program)
-                        {
-                            servers.Add(await ChildEchoServer.StartCAsync(program, options.CThreads, options.ServerCpus).ConfigureAwait(false));
-                        }
-                        else
-                        {
-                            s_log.Warn("the C server is skipped: there is no gcc on the path to build peers/echo-server.c with (apt-get install gcc)");
-                        }
-
-                        break;
-                    default:
-                        throw new ArgumentException($"unknown server '{server}'");
-                }
+                await StartAsync(server, options, maxConnections, size, servers).ConfigureAwait(false);
             }
             catch (Exception e) when (e is InvalidOperationException or Win32Exception or TimeoutException or ArgumentException or IOException)
             {
@@ -76,5 +44,43 @@ internal static class EchoServers
         }
 
         return servers;
+    }
+
+    /// <summary>Starts the servers one <c>--server</c> name stands for and adds them to <paramref name="servers"/>.</summary>
+    private static async Task StartAsync(string server, BenchOptions options, int maxConnections, int size, List<IEchoServer> servers)
+    {
+        switch (server)
+        {
+            case "ours":
+                servers.Add(await OurEchoServer.StartAsync(maxConnections, size).ConfigureAwait(false));
+                break;
+            case "ours-process":
+                // One host per --server-env setting, named after it.
+                foreach (IReadOnlyDictionary<string, string> environment in options.ServerEnvironments)
+                {
+                    string name = environment.Count == 0
+                        ? "ours-process"
+                        : $"ours-process {string.Join(',', environment.Select(variable => $"{variable.Key}={variable.Value}"))}";
+                    servers.Add(await ChildEchoServer.StartOursAsync(name, maxConnections, Math.Max(8192, size), options.ServerCpus, environment).ConfigureAwait(false));
+                }
+
+                break;
+            case "peer":
+                servers.Add(await ChildEchoServer.StartNodeAsync(options.ServerCpus).ConfigureAwait(false));
+                break;
+            case "c":
+                if (await CEchoServerBuild.BuildAsync().ConfigureAwait(false) is string program)
+                {
+                    servers.Add(await ChildEchoServer.StartCAsync(program, options.CThreads, options.ServerCpus).ConfigureAwait(false));
+                }
+                else
+                {
+                    s_log.Warn("the C server is skipped: there is no gcc on the path to build peers/echo-server.c with (apt-get install gcc)");
+                }
+
+                break;
+            default:
+                throw new ArgumentException($"unknown server '{server}'");
+        }
     }
 }

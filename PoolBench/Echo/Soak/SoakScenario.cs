@@ -81,33 +81,8 @@ internal sealed class SoakScenario(BenchOptions options)
         double? cpuStart = server.ProcessCpuSeconds;
         HostStats? before = await server.ReadStatsAsync().ConfigureAwait(false);
         var clients = Enumerable.Range(0, ClientCount).Select(i => new ChurnClient(server.TcpEndPoint, server.UdpEndPoint, seed: i)).ToArray();
-        using var stop = new CancellationTokenSource();
-        long start = Stopwatch.GetTimestamp();
-        Task all = Task.WhenAll(clients.Select(client => Task.Run(() => client.RunAsync(stop.Token))));
-
-        var rss = new List<double>();
-        HostStats? end = before;
-        while (Stopwatch.GetElapsedTime(start) < Duration && !all.IsCompleted)
-        {
-            await Task.WhenAny(all, Task.Delay(s_sampleEvery)).ConfigureAwait(false);
-            if (server.ProcessMemoryMib is double sample)
-            {
-                rss.Add(sample);
-            }
-
-            end = await server.ReadStatsAsync().ConfigureAwait(false) ?? end;
-        }
-
-        TimeSpan elapsed = Stopwatch.GetElapsedTime(start);
-        double? cpu = server.ProcessCpuSeconds - cpuStart;
-        stop.Cancel();
-        long errors = 0;
-        if (await Task.WhenAny(all, Task.Delay(ChurnClient.StepTimeout + s_stopMargin)).ConfigureAwait(false) != all)
-        {
-            errors++;
-            s_log.Error("soak: {0}: the clients did not stop within {1} s", server.Name, (ChurnClient.StepTimeout + s_stopMargin).TotalSeconds);
-        }
-
+        (List<double> rss, HostStats? end, TimeSpan elapsed, double? cpuEnd, bool stopped) = await LoadAsync(server, clients, before).ConfigureAwait(false);
+        long errors = stopped ? 0 : 1;
         (double HeapMib, double CommittedMib)? live = await server.ReadManagedHeapAsync().ConfigureAwait(false);
         long connections = 0, messages = 0, lost = 0;
         foreach (ChurnClient client in clients)
@@ -134,7 +109,7 @@ internal sealed class SoakScenario(BenchOptions options)
             connections / elapsed.TotalSeconds,
             errors,
             lost,
-            cpu,
+            cpuEnd - cpuStart,
             rssStart,
             plateau.Length > 0 ? plateau[plateau.Length / 2] : null,
             rss.Count > 0 ? rss[^1] : null,
@@ -145,5 +120,42 @@ internal sealed class SoakScenario(BenchOptions options)
             end?.Gen1Collections - before?.Gen1Collections,
             end?.Gen2Collections - before?.Gen2Collections,
             rss);
+    }
+
+    /// <summary>
+    /// Runs the clients for <see cref="Duration"/>, sampling the server's resident set and stats every second, then
+    /// stops them: the samples, the last stats, the time under load, the server's processor time at its end, and
+    /// whether the clients stopped in time.
+    /// </summary>
+    private async Task<(List<double> Rss, HostStats? End, TimeSpan Elapsed, double? CpuEnd, bool Stopped)> LoadAsync(
+        IEchoServer server, ChurnClient[] clients, HostStats? before)
+    {
+        using var stop = new CancellationTokenSource();
+        long start = Stopwatch.GetTimestamp();
+        Task all = Task.WhenAll(clients.Select(client => Task.Run(() => client.RunAsync(stop.Token))));
+
+        var rss = new List<double>();
+        HostStats? end = before;
+        while (Stopwatch.GetElapsedTime(start) < Duration && !all.IsCompleted)
+        {
+            await Task.WhenAny(all, Task.Delay(s_sampleEvery)).ConfigureAwait(false);
+            if (server.ProcessMemoryMib is double sample)
+            {
+                rss.Add(sample);
+            }
+
+            end = await server.ReadStatsAsync().ConfigureAwait(false) ?? end;
+        }
+
+        TimeSpan elapsed = Stopwatch.GetElapsedTime(start);
+        double? cpuEnd = server.ProcessCpuSeconds;
+        stop.Cancel();
+        bool stopped = await Task.WhenAny(all, Task.Delay(ChurnClient.StepTimeout + s_stopMargin)).ConfigureAwait(false) == all;
+        if (!stopped)
+        {
+            s_log.Error("soak: {0}: the clients did not stop within {1} s", server.Name, (ChurnClient.StepTimeout + s_stopMargin).TotalSeconds);
+        }
+
+        return (rss, end, elapsed, cpuEnd, stopped);
     }
 }

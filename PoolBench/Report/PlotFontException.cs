@@ -1,4 +1,0 @@
-namespace PoolBench.Report;
-
-/// <summary>No font was found to label the plots with.</summary>
-internal sealed class PlotFontException(string message) : Exception(message);
