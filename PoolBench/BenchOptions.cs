@@ -105,23 +105,13 @@ internal sealed class BenchOptions
             throw new ArgumentException(args.Count == 0 ? "no scenario given" : $"unknown scenario '{args[0]}'");
         }
 
-        string scenario = args[0];
-        bool quick = false;
-        string? json = null, target = null, plots = null, artifacts = null;
-        var filters = new List<string>();
-        IReadOnlyList<string>? servers = null;
-        string? protocol = null;
-        IReadOnlyList<int>? workers = null, connections = null, sizes = null, pipelines = null;
-        double? seconds = null;
-        int? rounds = null, idle = null, clients = null, cThreads = null;
-        string? serverCpus = null;
-        var serverEnvironments = new List<IReadOnlyDictionary<string, string>>();
+        var parsed = new Parsed();
         for (int i = 1; i < args.Count; i++)
         {
             string name = args[i];
             if (name == "--quick")
             {
-                quick = true;
+                parsed.Quick = true;
                 continue;
             }
 
@@ -130,55 +120,10 @@ internal sealed class BenchOptions
                 throw new ArgumentException($"{name} needs a value");
             }
 
-            string value = args[++i];
-            switch (name)
-            {
-                case "--json": json = value; break;
-                case "--plots": plots = value; break;
-                case "--artifacts": artifacts = value; break;
-                case "--filter": filters.Add(value); break;
-                case "--workers": workers = WorkerList(name, value); break;
-                case "--target": target = value; break;
-                case "--server": servers = ServerList(name, value); break;
-                case "--clients": clients = AtMost(name, value, MaxClients); break;
-                case "--server-cpus": serverCpus = CpuList(name, value); break;
-                case "--c-threads": cThreads = AtMost(name, value, MaxCThreads); break;
-                case "--server-env": serverEnvironments.Add(Variables(name, value)); break;
-                case "--protocol": protocol = OneOf(name, value, "tcp", "udp", "both"); break;
-                case "--connections": connections = PositiveList(name, value); break;
-                case "--size": sizes = PositiveList(name, value); break;
-                case "--pipeline": pipelines = PositiveList(name, value); break;
-                case "--seconds": seconds = PositiveSeconds(name, value); break;
-                case "--rounds": rounds = Positive(name, value); break;
-                case "--idle": idle = Count(name, value); break;
-                default: throw new ArgumentException($"unknown option '{name}'");
-            }
+            parsed.Set(name, args[++i]);
         }
 
-        return new BenchOptions
-        {
-            Scenario = scenario,
-            Quick = quick,
-            // Full paths: the benchmark run may change the current directory.
-            JsonPath = json is null ? null : Path.GetFullPath(json),
-            PlotsFolder = plots is null ? null : Path.GetFullPath(plots),
-            ArtifactsFolder = artifacts is null ? null : Path.GetFullPath(artifacts),
-            Filters = filters,
-            Workers = workers,
-            Target = target,
-            Servers = servers ?? (target is not null ? [] : scenario == "soak" ? ["ours-process"] : ["ours-process", "peer"]),
-            Clients = clients,
-            ServerCpus = serverCpus,
-            CThreads = cThreads,
-            ServerEnvironments = serverEnvironments.Count > 0 ? serverEnvironments : [new Dictionary<string, string>()],
-            Protocols = protocol is null or "both" ? ["tcp", "udp"] : [protocol],
-            Connections = connections,
-            Sizes = sizes ?? [32],
-            Pipelines = pipelines,
-            Seconds = seconds,
-            Rounds = rounds,
-            Idle = idle,
-        };
+        return parsed.ToOptions(args[0]);
     }
 
     private static string OneOf(string name, string value, params string[] allowed) =>
@@ -251,4 +196,69 @@ internal sealed class BenchOptions
         double.TryParse(value, NumberStyles.Float, CultureInfo.InvariantCulture, out double seconds) && seconds > 0 && seconds <= 3600
             ? seconds
             : throw new ArgumentException($"{name} takes a number of seconds between 0 and 3600, not '{value}'");
+
+    /// <summary>The options as the command line gives them, one by one; what it leaves out is null until <see cref="ToOptions"/>.</summary>
+    private sealed class Parsed
+    {
+        private readonly List<string> _filters = [];
+        private readonly List<IReadOnlyDictionary<string, string>> _serverEnvironments = [];
+        private string? _json, _plots, _artifacts, _target, _protocol, _serverCpus;
+        private IReadOnlyList<string>? _servers;
+        private IReadOnlyList<int>? _workers, _connections, _sizes, _pipelines;
+        private double? _seconds;
+        private int? _rounds, _idle, _clients, _cThreads;
+
+        public bool Quick { get; set; }
+
+        public void Set(string name, string value)
+        {
+            switch (name)
+            {
+                case "--json": _json = value; break;
+                case "--plots": _plots = value; break;
+                case "--artifacts": _artifacts = value; break;
+                case "--filter": _filters.Add(value); break;
+                case "--workers": _workers = WorkerList(name, value); break;
+                case "--target": _target = value; break;
+                case "--server": _servers = ServerList(name, value); break;
+                case "--clients": _clients = AtMost(name, value, MaxClients); break;
+                case "--server-cpus": _serverCpus = CpuList(name, value); break;
+                case "--c-threads": _cThreads = AtMost(name, value, MaxCThreads); break;
+                case "--server-env": _serverEnvironments.Add(Variables(name, value)); break;
+                case "--protocol": _protocol = OneOf(name, value, "tcp", "udp", "both"); break;
+                case "--connections": _connections = PositiveList(name, value); break;
+                case "--size": _sizes = PositiveList(name, value); break;
+                case "--pipeline": _pipelines = PositiveList(name, value); break;
+                case "--seconds": _seconds = PositiveSeconds(name, value); break;
+                case "--rounds": _rounds = Positive(name, value); break;
+                case "--idle": _idle = Count(name, value); break;
+                default: throw new ArgumentException($"unknown option '{name}'");
+            }
+        }
+
+        public BenchOptions ToOptions(string scenario) => new()
+        {
+            Scenario = scenario,
+            Quick = Quick,
+            // Full paths: the benchmark run may change the current directory.
+            JsonPath = _json is null ? null : Path.GetFullPath(_json),
+            PlotsFolder = _plots is null ? null : Path.GetFullPath(_plots),
+            ArtifactsFolder = _artifacts is null ? null : Path.GetFullPath(_artifacts),
+            Filters = _filters,
+            Workers = _workers,
+            Target = _target,
+            Servers = _servers ?? (_target is not null ? [] : scenario == "soak" ? ["ours-process"] : ["ours-process", "peer"]),
+            Clients = _clients,
+            ServerCpus = _serverCpus,
+            CThreads = _cThreads,
+            ServerEnvironments = _serverEnvironments.Count > 0 ? _serverEnvironments : [new Dictionary<string, string>()],
+            Protocols = _protocol is null or "both" ? ["tcp", "udp"] : [_protocol],
+            Connections = _connections,
+            Sizes = _sizes ?? [32],
+            Pipelines = _pipelines,
+            Seconds = _seconds,
+            Rounds = _rounds,
+            Idle = _idle,
+        };
+    }
 }

@@ -1,6 +1,7 @@
 using BenchmarkDotNet.Engines;
 using BenchmarkDotNet.Reports;
 using BenchmarkDotNet.Running;
+using PoolBench.Report;
 
 namespace PoolBench;
 

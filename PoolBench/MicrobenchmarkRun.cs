@@ -6,8 +6,12 @@ using BenchmarkDotNet.Jobs;
 using BenchmarkDotNet.Reports;
 using BenchmarkDotNet.Running;
 using BenchmarkDotNet.Toolchains.InProcess.Emit;
+using BenchmarkDotNet.Validators;
 using NLog;
 using Perfolizer.Horology;
+using PoolBench.Article;
+using PoolBench.Pools;
+using PoolBench.Report;
 
 namespace PoolBench;
 
@@ -28,7 +32,71 @@ internal static class MicrobenchmarkRun
 {
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
 
-    public static IReadOnlyList<Summary> Run(BenchOptions options, IReadOnlyList<Type> benchmarks)
+    /// <summary>
+    /// Runs the benchmark classes of the micro scenarios the options ask for (article, pools), all in one run, and
+    /// prints and reports each scenario's tables. A class that did not run, a filter that matches no case and a
+    /// critical validation error are failures.
+    /// </summary>
+    public static void RunAndReport(BenchOptions options, BenchReport report)
+    {
+        var benchmarks = new List<Type>();
+        if (options.Runs("article"))
+        {
+            benchmarks.Add(ArticleScenario.Benchmarks);
+        }
+
+        if (options.Runs("pools"))
+        {
+            benchmarks.AddRange(PoolsScenario.Benchmarks);
+            PoolsBenchmarks.WorkerCounts = options.Workers ?? PoolsBenchmarks.DefaultWorkerCounts;
+        }
+
+        if (benchmarks.Count == 0)
+        {
+            return;
+        }
+
+        IReadOnlyList<Summary> summaries = Run(options, benchmarks);
+        Check(summaries, options, report);
+        if (options.Runs("article") && SummaryOf(summaries, typeof(ArticleBenchmarks), options, report) is Summary article)
+        {
+            new ArticleScenario(options).Report(article, report);
+        }
+
+        if (options.Runs("pools"))
+        {
+            new PoolsScenario(options).Report(
+                SummaryOf(summaries, typeof(PoolsBenchmarks), options, report), SummaryOf(summaries, typeof(PoolOptionsCostBenchmarks), options, report), report);
+        }
+    }
+
+    private static void Check(IReadOnlyList<Summary> summaries, BenchOptions options, BenchReport report)
+    {
+        if (options.Filters.Count > 0 && !summaries.Any(s => s.BenchmarksCases.Length > 0))
+        {
+            // A mistyped filter would otherwise print empty tables and exit 0.
+            report.Fail($"no benchmark case matches --filter {string.Join(" --filter ", options.Filters)}");
+        }
+
+        foreach (ValidationError error in summaries.SelectMany(s => s.ValidationErrors).Where(e => e.IsCritical))
+        {
+            report.Fail($"BenchmarkDotNet: {error.Message}");
+        }
+    }
+
+    private static Summary? SummaryOf(IReadOnlyList<Summary> summaries, Type benchmarks, BenchOptions options, BenchReport report)
+    {
+        Summary? summary = summaries.FirstOrDefault(s => s.BenchmarksCases.Any(c => c.Descriptor.Type == benchmarks));
+        // A filter may leave a class without cases; otherwise it means the class did not run.
+        if (summary is null && options.Filters.Count == 0)
+        {
+            report.Fail($"BenchmarkDotNet ran no case of {benchmarks.Name}");
+        }
+
+        return summary;
+    }
+
+    private static IReadOnlyList<Summary> Run(BenchOptions options, IReadOnlyList<Type> benchmarks)
     {
         string artifacts = Path.GetFullPath(options.ArtifactsPath);
         Directory.CreateDirectory(artifacts);

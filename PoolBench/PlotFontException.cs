@@ -1,4 +1,0 @@
-namespace PoolBench;
-
-/// <summary>No font was found to label the plots with.</summary>
-internal sealed class PlotFontException(string message) : Exception(message);

@@ -1,0 +1,104 @@
+using System.Diagnostics.Metrics;
+using BenchmarkDotNet.Attributes;
+using PoolBench.Pools.UnderTest;
+using PoolLib;
+
+namespace PoolBench.Pools;
+
+/// <summary>
+/// What our pool's options cost: the one-worker short-rental cell at capacity 64 for
+/// <c>DefaultObjectPool</c> (the baseline), and for ours with default options, with a listener on
+/// its meter, with the options that act on every release, and with leak detection.
+/// </summary>
+[MemoryDiagnoser]
+[ThreadingDiagnoser]
+public class PoolOptionsCostBenchmarks
+{
+    public const int Capacity = 64;
+
+    /// <summary>
+    /// Smaller than the comparison's: leak detection captures a stack trace on every take, and one
+    /// worker is woken per invocation, which costs little.
+    /// </summary>
+    public const int PairsPerInvocation = 128_000;
+
+    private IRentalWorkers? _workers;
+    private MeterListener? _listener;
+
+    [GlobalSetup(Target = nameof(DefaultObjectPool))]
+    public void StartDefaultObjectPool() => Start(new DefaultObjectPoolUnderTest(Capacity));
+
+    [GlobalSetup(Target = nameof(DefaultOptions))]
+    public void StartDefaultOptions() => Start(new OurPoolUnderTest(new BenchItemPool(Capacity)));
+
+    [GlobalSetup(Target = nameof(MeterListener))]
+    public void StartMeterListener()
+    {
+        _listener = ListenToPoolLib();
+        Start(new OurPoolUnderTest(new BenchItemPool(Capacity)));
+    }
+
+    [GlobalSetup(Target = nameof(MaxObjectLifetimeAndIdleTimeout))]
+    public void StartMaxObjectLifetimeAndIdleTimeout()
+    {
+        var releaseChecks = new PoolOptions
+        {
+            MaxCapacity = Capacity,
+            MaxObjectLifetime = TimeSpan.FromHours(1),
+            IdleTimeout = TimeSpan.FromMinutes(1),
+            MinIdle = 1,
+        };
+        Start(new OurPoolUnderTest(new BenchItemPool(releaseChecks)));
+    }
+
+    [GlobalSetup(Target = nameof(LeakDetectionThreshold))]
+    public void StartLeakDetectionThreshold() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) })));
+
+    [GlobalCleanup]
+    public void Stop()
+    {
+        _workers?.Dispose();
+        _workers = null;
+        _listener?.Dispose();
+        _listener = null;
+    }
+
+    [Benchmark(Description = DefaultObjectPoolUnderTest.Name, OperationsPerInvoke = PairsPerInvocation, Baseline = true)]
+    public void DefaultObjectPool() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, default options", OperationsPerInvoke = PairsPerInvocation)]
+    public void DefaultOptions() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, MeterListener on PoolLib", OperationsPerInvoke = PairsPerInvocation)]
+    public void MeterListener() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, MaxObjectLifetime + IdleTimeout", OperationsPerInvoke = PairsPerInvocation)]
+    public void MaxObjectLifetimeAndIdleTimeout() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, LeakDetectionThreshold", OperationsPerInvoke = PairsPerInvocation)]
+    public void LeakDetectionThreshold() => _workers!.Run();
+
+    /// <summary>A listener that enables every instrument of the PoolLib meter and takes every measurement, as a metrics exporter would.</summary>
+    private static MeterListener ListenToPoolLib()
+    {
+        var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, listener) =>
+            {
+                if (instrument.Meter.Name == "PoolLib")
+                {
+                    listener.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<long>(static (instrument, value, tags, state) => { });
+        listener.SetMeasurementEventCallback<double>(static (instrument, value, tags, state) => { });
+        listener.Start();
+        return listener;
+    }
+
+    private void Start<TPool>(TPool pool)
+        where TPool : struct, IPoolUnderTest =>
+        _workers = new RentalWorkers<TPool>(pool, RentalPattern.Short, workers: 1, held: 1, PairsPerInvocation);
+}
