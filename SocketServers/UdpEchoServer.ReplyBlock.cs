@@ -96,7 +96,7 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                SocketError error = BeforeReceive?.Invoke() ?? SocketError.Success;
+                SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
                 if (error == SocketError.Success)
                 {
                     // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
@@ -112,23 +112,22 @@ public sealed partial class UdpEchoServer
                     }
                 }
 
-                if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
-                    && (args.SocketFlags & SocketFlags.Truncated) == 0)
-                {
-                    if (MayAnswer(args))
-                    {
-                        // The block owns the args from here (it may already be replied to and reused when this
-                        // returns); a full block makes this receive loop wait.
-                        handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
-                        if (!handedOver)
-                        {
-                            CountDatagramDropped(DroppedStopping);
-                        }
-                    }
-                }
-                else if (!OnReceiveFailed(args, error))
+                bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
+                ReceiveOutcome outcome = Judge(args, error, fits);
+                if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
+                }
+
+                if (outcome == ReceiveOutcome.Answer)
+                {
+                    // The block owns the args from here (it may already be replied to and reused when this
+                    // returns); a full block makes this receive loop wait.
+                    handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
+                    if (!handedOver)
+                    {
+                        CountDatagramDropped(DroppedStopping);
+                    }
                 }
             }
             catch (OperationCanceledException)
