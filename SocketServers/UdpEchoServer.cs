@@ -1,7 +1,5 @@
-using System.Globalization;
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
