@@ -83,8 +83,6 @@ public sealed partial class UdpEchoServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
-        Socket socket = lane.Socket;
-        AddressFamily family = socket.AddressFamily;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -96,24 +94,9 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-                if (error == SocketError.Success)
-                {
-                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
-                    args.RemoteEndPoint = args.SenderEndPoint(family);
-                    try
-                    {
-                        await args.ReceiveFromAsync(socket).ConfigureAwait(false);
-                        error = args.SocketError;
-                    }
-                    catch (ObjectDisposedException)
-                    {
-                        error = SocketError.OperationAborted;
-                    }
-                }
-
+                await StartReceive(args, lane.Socket).ConfigureAwait(false);
                 bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
-                ReceiveOutcome outcome = Judge(args, error, fits);
+                ReceiveOutcome outcome = Judge(args, args.SocketError, fits);
                 if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
@@ -142,6 +125,33 @@ public sealed partial class UdpEchoServer
                     Pool.Release(slot);
                 }
             }
+        }
+    }
+
+    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a test's
+    /// fault, or a socket already closed, ends it at once.</summary>
+    /// <returns>The receive, to await; then <see cref="SocketAsyncEventArgs.SocketError"/> says how it went
+    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed, or the fault's).</returns>
+    private ValueTask StartReceive(PooledSocketArgs args, Socket socket)
+    {
+        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
+        if (fault != SocketError.Success)
+        {
+            args.SocketError = fault;
+            return default;
+        }
+
+        // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+        args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
+        try
+        {
+            // Only the start throws, synchronously: a pending receive ends with an error, never an exception.
+            return args.ReceiveFromAsync(socket);
+        }
+        catch (ObjectDisposedException)
+        {
+            args.SocketError = SocketError.OperationAborted;
+            return default;
         }
     }
 
