@@ -1,6 +1,5 @@
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -44,17 +43,6 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     private bool _disposed;
     private IPEndPoint? _localEndPoint;
 
-    // Counters: written with Interlocked, read with Volatile/Interlocked.
-    private int _currentConnections;
-    private int _peakConnections;
-    private long _totalConnections;
-    private long _messagesEchoed;
-    private long _bytesEchoed;
-    private long _drops;
-    private long _rejected;
-    private long _evicted;
-    private long _loopRestarts;
-
     // Lines about loops that failed: a fault that recurs on every restart still shows a few times a second.
     private readonly LogRateLimiter _loopFailures = new();
 
@@ -66,9 +54,10 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     // Created by StartCore (CreatePool), before any loop that takes from it starts; null before the first start.
     private SocketArgsPool? _pool;
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger)
+    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
     {
         Logger = logger ?? NullLogger.Instance;
+        Faults = faults ?? FaultInjection.None;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
         _poolBufferSize = bufferSize;
@@ -113,24 +102,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     }
 
     /// <summary>A snapshot of the counters; readable at any time, also after stop and dispose.</summary>
-    public EchoServerCounters Counters
-    {
-        get
-        {
-            SocketArgsPool? pool = Volatile.Read(ref _pool);
-            return new(
-                Volatile.Read(ref _currentConnections),
-                Volatile.Read(ref _peakConnections),
-                Interlocked.Read(ref _totalConnections),
-                Interlocked.Read(ref _messagesEchoed),
-                Interlocked.Read(ref _bytesEchoed),
-                Interlocked.Read(ref _drops),
-                pool?.TotalCount ?? 0,
-                pool?.AvailableCount ?? 0,
-                Interlocked.Read(ref _rejected),
-                Interlocked.Read(ref _evicted));
-        }
-    }
+    public EchoServerCounters Counters => Count.Snapshot(Volatile.Read(ref _pool));
 
     /// <summary>"TCP" or "UDP", for messages.</summary>
     private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
@@ -141,11 +113,14 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <summary>Gets how many TCP clients wait in the listen backlog, where the platform says (Linux); 0 otherwise and for UDP.</summary>
     internal virtual long QueuedConnections => 0;
 
-    /// <summary>TCP connections open now.</summary>
-    private protected int OpenConnections => Volatile.Read(ref _currentConnections);
+    /// <summary>The running counts behind <see cref="Counters"/>.</summary>
+    private protected LiveCounters Count { get; } = new();
 
     /// <summary>Where the server logs; <see cref="NullLogger.Instance"/> when none was given.</summary>
     private protected ILogger Logger { get; }
+
+    /// <summary>The faults a test makes the server meet; <see cref="FaultInjection.None"/> outside tests.</summary>
+    private protected FaultInjection Faults { get; }
 
     /// <summary>Cancelled when the server begins to stop.</summary>
     private protected CancellationToken StoppingToken => _stopping.Token;
@@ -156,7 +131,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     internal TimeSpan RestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
 
     /// <summary>Loops started again after an unexpected exception, since start.</summary>
-    internal long LoopRestarts => Interlocked.Read(ref _loopRestarts);
+    internal long LoopRestarts => Count.LoopRestarts;
 
     /// <summary>Binds and starts serving; the returned task completes once the server is listening.</summary>
     /// <param name="cancellationToken">Checked before binding.</param>
@@ -318,93 +293,14 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <param name="sharePort">Whether to share the port with other sockets that ask for it (SO_REUSEPORT, Linux only)
     /// even when <see cref="EchoServerOptions.ReusePort"/> is not set: for the server's own sockets.</param>
     private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0, bool sharePort = false)
-    {
-        var socket = new Socket(endPoint.AddressFamily, Protocol == ProtocolType.Tcp ? SocketType.Stream : SocketType.Dgram, Protocol);
-        try
-        {
-            if (_reusePort || sharePort)
-            {
-                AllowPortSharing(socket);
-            }
-
-            // "::" serves IPv4 clients too (as IPv4-mapped addresses), on the same socket.
-            if (endPoint.Address.Equals(IPAddress.IPv6Any))
-            {
-                socket.DualMode = true;
-            }
-
-            // No ReuseAddress: on Linux it maps to SO_REUSEPORT and would let a second server share the port.
-            socket.Bind(endPoint);
-            if (listenBacklog > 0)
-            {
-                socket.Listen(listenBacklog);
-            }
-
-            return socket;
-        }
-        catch (SocketException ex)
-        {
-            socket.Dispose();
-            string reason = ex.SocketErrorCode == SocketError.AddressAlreadyInUse ? "the address is already in use" : ex.Message;
-            throw new IOException($"Cannot listen on {ProtocolName} {endPoint}: {reason}.", ex);
-        }
-        catch
-        {
-            socket.Dispose();
-            throw;
-        }
-    }
+        => SocketBinding.Bind(endPoint, Protocol, ProtocolName, listenBacklog, _reusePort || sharePort);
 
     /// <summary>Whether other processes may share the server's port (<see cref="EchoServerOptions.ReusePort"/>).</summary>
     private protected bool ReusePort => _reusePort;
 
-    /// <summary>Lets processes that all ask for it bind the same port, the kernel spreading the load (SO_REUSEPORT).</summary>
-    private void AllowPortSharing(Socket socket)
-    {
-        if (!OperatingSystem.IsLinux())
-        {
-            throw new PlatformNotSupportedException($"Sharing a port between processes (reuse-port) is supported on Linux only; the {ProtocolName} echo server cannot use it here.");
-        }
-
-        // Set alone, not through ReuseAddress, which on Linux also sets SO_REUSEADDR.
-        const int SolSocket = 1;
-        const int SoReusePort = 15;
-        socket.SetRawSocketOption(SolSocket, SoReusePort, BitConverter.GetBytes(1));
-    }
-
     /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
     /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>
-    private protected ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync()
-    {
-        ValueTask<PoolSlot<SocketAsyncEventArgs>> taking;
-        try
-        {
-            taking = Pool.TakeSlotAsync(StoppingToken);
-        }
-        catch (OperationCanceledException)
-        {
-            return new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(result: null);
-        }
-
-        // The common case, once per message: an idle args taken at once. Not an async method, so that it
-        // allocates nothing even where async state machines are classes (Debug builds).
-        return taking.IsCompletedSuccessfully
-            ? new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(taking.Result)
-            : AwaitSlotUnlessStoppingAsync(taking);
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private static async ValueTask<PoolSlot<SocketAsyncEventArgs>?> AwaitSlotUnlessStoppingAsync(ValueTask<PoolSlot<SocketAsyncEventArgs>> taking)
-    {
-        try
-        {
-            return await taking.ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            return null;
-        }
-    }
+    private protected ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync() => Pool.TakeSlotUnlessStoppingAsync(StoppingToken);
 
     /// <summary>Runs <paramref name="loop"/> on the thread pool until it returns; when it throws, the failure is
     /// logged and counted and the loop starts again after <see cref="RestartDelay"/>, unless the server is stopping.</summary>
@@ -437,7 +333,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
                 return;
             }
 
-            CountLoopRestart();
+            Count.LoopRestarted();
         }
     }
 
@@ -460,46 +356,4 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 
         return restart;
     }
-
-    /// <summary>Counts a loop that starts again after <see cref="OnLoopFailed"/>.</summary>
-    private protected void CountLoopRestart() => Interlocked.Increment(ref _loopRestarts);
-
-    /// <summary>Counts a message (a UDP datagram) echoed in full, with its bytes.</summary>
-    private protected void CountEcho(int bytes)
-    {
-        Interlocked.Increment(ref _messagesEchoed);
-        Interlocked.Add(ref _bytesEchoed, bytes);
-    }
-
-    /// <summary>Counts bytes of an echo as a send hands them to the kernel (TCP, which may send a message in parts).</summary>
-    private protected void CountBytesEchoed(int bytes) => Interlocked.Add(ref _bytesEchoed, bytes);
-
-    /// <summary>Counts a TCP receive whose bytes have all been sent back (<see cref="CountBytesEchoed"/> counted them).</summary>
-    private protected void CountMessageEchoed() => Interlocked.Increment(ref _messagesEchoed);
-
-    private protected void CountDrop() => Interlocked.Increment(ref _drops);
-
-    private protected void CountRejected() => Interlocked.Increment(ref _rejected);
-
-    private protected void CountEvicted() => Interlocked.Increment(ref _evicted);
-
-    private protected void CountConnectionOpened()
-    {
-        Interlocked.Increment(ref _totalConnections);
-        int current = Interlocked.Increment(ref _currentConnections);
-        int peak = Volatile.Read(ref _peakConnections);
-        while (current > peak)
-        {
-            int seen = Interlocked.CompareExchange(ref _peakConnections, current, peak);
-            if (seen == peak)
-            {
-                break;
-            }
-
-            peak = seen;
-        }
-    }
-
-    /// <returns>The number of connections still open.</returns>
-    private protected int CountConnectionClosed() => Interlocked.Decrement(ref _currentConnections);
 }

@@ -1,4 +1,5 @@
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using PoolLib;
 using SocketServers.Internal;
 
@@ -62,6 +63,28 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
     /// <summary>The size in bytes of the buffer each args owns.</summary>
     public int BufferSize { get; }
 
+    /// <summary>Takes an args for a server's next operation, waiting while the pool is exhausted.</summary>
+    /// <param name="stopping">The server's stopping token: once cancelled, the take, or its wait, ends.</param>
+    /// <returns>The slot, or <see langword="null"/> once <paramref name="stopping"/> is cancelled.</returns>
+    internal ValueTask<PoolSlot<SocketAsyncEventArgs>?> TakeSlotUnlessStoppingAsync(CancellationToken stopping)
+    {
+        ValueTask<PoolSlot<SocketAsyncEventArgs>> taking;
+        try
+        {
+            taking = TakeSlotAsync(stopping);
+        }
+        catch (OperationCanceledException)
+        {
+            return new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(result: null);
+        }
+
+        // The common case, once per message: an idle args taken at once. Not an async method, so that it
+        // allocates nothing even where async state machines are classes (Debug builds).
+        return taking.IsCompletedSuccessfully
+            ? new ValueTask<PoolSlot<SocketAsyncEventArgs>?>(taking.Result)
+            : AwaitSlotUnlessStoppingAsync(taking);
+    }
+
     /// <inheritdoc/>
     protected override SocketAsyncEventArgs ObjectConstructor()
         => new PooledSocketArgs(BufferSize == 0 ? [] : GC.AllocateArray<byte>(BufferSize, pinned: true));
@@ -93,5 +116,18 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
         args.SocketFlags = SocketFlags.None;
         args.SendPacketsElements = null;
         args.DisconnectReuseSocket = false;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static async ValueTask<PoolSlot<SocketAsyncEventArgs>?> AwaitSlotUnlessStoppingAsync(ValueTask<PoolSlot<SocketAsyncEventArgs>> taking)
+    {
+        try
+        {
+            return await taking.ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            return null;
+        }
     }
 }

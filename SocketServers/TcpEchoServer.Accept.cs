@@ -47,7 +47,7 @@ public sealed partial class TcpEchoServer
     private async ValueTask<SocketError> AcceptAsync(Socket listener, PoolSlot<SocketAsyncEventArgs> slot)
     {
         var args = (PooledSocketArgs)slot.Object;
-        SocketError error = BeforeAccept?.Invoke() ?? SocketError.Success;
+        SocketError error = Faults.BeforeAccept?.Invoke() ?? SocketError.Success;
         try
         {
             if (error == SocketError.Success)
@@ -88,7 +88,7 @@ public sealed partial class TcpEchoServer
     /// <returns>How the accept went.</returns>
     private async ValueTask<SocketError> AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
     {
-        if (BeforeAccept?.Invoke() is { } injected and not SocketError.Success)
+        if (Faults.BeforeAccept?.Invoke() is { } injected and not SocketError.Success)
         {
             return injected;
         }
@@ -152,7 +152,7 @@ public sealed partial class TcpEchoServer
         EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? RemoteEndPointOrNull(socket) : null;
 
         // Counted first: the client sees the close as soon as it happens. Closed before the line is logged, which may fail.
-        CountRejected();
+        Count.Rejected();
         socket.Dispose();
         if (client is not null)
         {
@@ -172,41 +172,10 @@ public sealed partial class TcpEchoServer
         }
     }
 
-    /// <summary>Counts one more connection from <paramref name="address"/>; <see langword="false"/>, counting nothing, if that would pass the per-address limit.</summary>
-    private bool TryClaimAddress(IPAddress address)
-    {
-        while (true)
-        {
-            int open = _connectionsPerAddress.GetValueOrDefault(address);
-            if (open >= _maxConnectionsPerAddress)
-            {
-                return false;
-            }
-
-            if (open == 0 ? _connectionsPerAddress.TryAdd(address, 1) : _connectionsPerAddress.TryUpdate(address, open + 1, open))
-            {
-                return true;
-            }
-        }
-    }
-
-    /// <summary>Counts one connection fewer from <paramref name="address"/>, forgetting the address at zero.</summary>
-    private void ReleaseAddress(IPAddress address)
-    {
-        while (true)
-        {
-            int open = _connectionsPerAddress[address];
-            if (open == 1 ? _connectionsPerAddress.TryRemove(KeyValuePair.Create(address, 1)) : _connectionsPerAddress.TryUpdate(address, open - 1, open))
-            {
-                return;
-            }
-        }
-    }
-
     /// <summary>Whether every connection is taken and a client is waiting in the listen backlog.</summary>
     private bool IsFullWithClientWaiting()
     {
-        if (OpenConnections < _maxConnections || _listener is not { } listener)
+        if (Count.OpenConnections < _maxConnections || _listener is not { } listener)
         {
             return false;
         }
@@ -222,25 +191,15 @@ public sealed partial class TcpEchoServer
         }
     }
 
-    /// <summary>Runs on each accepted socket before its connection is set up; for tests that make the set-up fail.</summary>
-    internal Action<Socket>? BeforeConnectionSetup { get; set; }
-
-    /// <summary>A fault to inject, for tests: runs before each accept. A result other than <see cref="SocketError.Success"/>
-    /// stands for the accept's own, which is then not made.</summary>
-    internal Func<SocketError>? BeforeAccept { get; set; }
-
-    /// <summary>Runs at the start of each sweep over the connections; for tests that make the sweep fail.</summary>
-    internal Action? BeforeSweep { get; set; }
-
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
-        Connection connection;
+        TcpConnection connection;
         try
         {
-            BeforeConnectionSetup?.Invoke(socket);
+            Faults.BeforeConnectionSetup?.Invoke(socket);
             socket.NoDelay = true;
-            connection = new Connection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
-            if (_maxConnectionsPerAddress > 0 && connection.RemoteAddress is { } address && !TryClaimAddress(address))
+            connection = new TcpConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+            if (!_perAddressLimit.TryClaim(connection.RemoteAddress))
             {
                 Pool.Release(slot);
                 Reject(socket, "its address is at the per-address connection limit");
@@ -253,67 +212,13 @@ public sealed partial class TcpEchoServer
             // slot back, and keep accepting.
             socket.Dispose();
             Pool.Release(slot);
-            CountDrop();
+            Count.Dropped();
             Logger.ConnectionSetUpFailed(ex, LocalEndPoint);
             return;
         }
 
-        _connections.TryAdd(connection, 0);
-        CountConnectionOpened();
+        _sweep.Add(connection);
+        Count.ConnectionOpened();
         ThreadPool.UnsafeQueueUserWorkItem(connection, preferLocal: false);
-    }
-
-    /// <summary>
-    /// One periodic sweep over all connections: closes idle ones, and, while every connection is taken and a
-    /// client waits in the backlog, evicts the quietest of those below the minimum data rate. No timer per
-    /// connection, and nothing per message but a timestamp and a byte count.
-    /// </summary>
-    /// <exception cref="Exception">Anything unexpected.</exception>
-    private async Task SweepConnectionsAsync()
-    {
-        bool closesIdle = _idleTimeout != Timeout.InfiniteTimeSpan;
-        long period = closesIdle
-            ? Math.Clamp(_idleTimeout.Ticks / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond)
-            : TimeSpan.TicksPerSecond;
-        if (_minDataRate > 0)
-        {
-            // Often enough that a waiting client is served within a window and a little.
-            period = Math.Min(period, Math.Max(TimeSpan.TicksPerMillisecond, _slowConnectionWindow.Ticks / 4));
-        }
-
-        long timeoutMs = closesIdle ? (long)_idleTimeout.TotalMilliseconds : long.MaxValue;
-        long windowMs = (long)_slowConnectionWindow.TotalMilliseconds;
-        try
-        {
-            using var timer = new PeriodicTimer(TimeSpan.FromTicks(period));
-            while (await timer.WaitForNextTickAsync(StoppingToken).ConfigureAwait(false))
-            {
-                BeforeSweep?.Invoke();
-                long now = Environment.TickCount64;
-                Connection? quietestSlow = null;
-                foreach (var (connection, _) in _connections)
-                {
-                    long lastActivity = connection.LastActivity;
-                    if (now - lastActivity >= timeoutMs)
-                    {
-                        connection.CloseIdle();
-                    }
-                    else if (_minDataRate > 0 && connection.IsSlow(now, windowMs, _minDataRate)
-                        && (quietestSlow is null || lastActivity < quietestSlow.LastActivity))
-                    {
-                        quietestSlow = connection;
-                    }
-                }
-
-                if (quietestSlow is not null && IsFullWithClientWaiting())
-                {
-                    quietestSlow.Evict();
-                }
-            }
-        }
-        catch (OperationCanceledException)
-        {
-            // Stopping.
-        }
     }
 }

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.InteropServices;
@@ -33,7 +32,7 @@ namespace SocketServers;
 /// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
-public sealed partial class TcpEchoServer : EchoServer
+public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
 {
     // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
     private const int IpProtocolTcp = 6;
@@ -49,31 +48,28 @@ public sealed partial class TcpEchoServer : EchoServer
     private readonly int _listenBacklog;
     private readonly int _bufferSize;
     private readonly int _maxConnections;
-    private readonly int _minDataRate;
-    private readonly TimeSpan _slowConnectionWindow;
-    private readonly int _maxConnectionsPerAddress;
     private readonly bool _rejectWhenFull;
 
     // Warnings that a flood of failing clients could repeat without end: a few lines a second each.
     private readonly LogRateLimiter _acceptWarnings = new();
     private readonly LogRateLimiter _connectionWarnings = new();
 
-    // Open connections per client address; used only with a per-address limit.
-    private readonly ConcurrentDictionary<IPAddress, int> _connectionsPerAddress = new();
+    // Open connections per client address, and whether one more may open.
+    private readonly PerAddressConnectionLimit _perAddressLimit;
+
+    // Every open connection, and the sweep that closes idle ones and evicts slow ones.
+    private readonly IdleAndSlowConnectionSweep _sweep;
 
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
     // so a take never waits, and idle ones go back to the GC after a while. Created by StartCore, named for the endpoint.
     private Pool<byte[]>? _buffers;
-
-    // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
-    private readonly ConcurrentDictionary<Connection, byte> _connections = new();
 
     // Completed once draining has begun and no connection is left open.
     private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private Socket? _listener;
     private Task _acceptLoop = Task.CompletedTask;
-    private Task _sweep = Task.CompletedTask;
+    private Task _sweepLoop = Task.CompletedTask;
     private long _lastConnectionId;
 
     // 1 once the accept loop has ended and the drain has begun; with the open-connection count it decides
@@ -101,17 +97,25 @@ public sealed partial class TcpEchoServer : EchoServer
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: "tcp-echo-args", logger)
+        : this(options, logger, faults: null)
+    {
+    }
+
+    /// <summary>Creates a TCP echo server that meets the faults a test injects.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
+    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
+    internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: "tcp-echo-args", logger, faults)
     {
         _bufferSize = options.BufferSize;
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
         _maxConnections = options.MaxConnections;
-        _minDataRate = options.MinDataRate;
-        _slowConnectionWindow = options.SlowConnectionWindow;
-        _maxConnectionsPerAddress = options.MaxConnectionsPerAddress;
         _rejectWhenFull = options.RejectWhenFull;
+        _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
+        _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep);
     }
 
     /// <inheritdoc/>
@@ -128,9 +132,9 @@ public sealed partial class TcpEchoServer : EchoServer
             () => GC.AllocateArray<byte>(bufferSize, pinned: true));
         _listener = listener;
         _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
-        if (_idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0)
+        if (_sweep.IsNeeded)
         {
-            _sweep = RunRestartingAsync(SweepConnectionsAsync, "sweep");
+            _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(IsFullWithClientWaiting, StoppingToken), "sweep");
         }
 
         Logger.TcpListening(
@@ -145,18 +149,14 @@ public sealed partial class TcpEchoServer : EchoServer
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
-        await _sweep.ConfigureAwait(false);
+        await _sweepLoop.ConfigureAwait(false);
     }
 
     private protected override Task DrainAsync()
     {
         Interlocked.Exchange(ref _draining, 1);
-        foreach (var (connection, _) in _connections)
-        {
-            connection.StopGracefully();
-        }
-
-        int open = OpenConnections;
+        _sweep.ForEach(static connection => connection.StopGracefully());
+        int open = Count.OpenConnections;
         if (open == 0)
         {
             _drained.TrySetResult();
@@ -171,11 +171,8 @@ public sealed partial class TcpEchoServer : EchoServer
 
     private protected override void Abort()
     {
-        Logger.TcpGracePeriodOver(LocalEndPoint, OpenConnections);
-        foreach (var (connection, _) in _connections)
-        {
-            connection.Abort();
-        }
+        Logger.TcpGracePeriodOver(LocalEndPoint, Count.OpenConnections);
+        _sweep.ForEach(static connection => connection.Abort());
     }
 
     /// <inheritdoc/>
@@ -212,21 +209,26 @@ public sealed partial class TcpEchoServer : EchoServer
         return Task.CompletedTask;
     }
 
-    private void OnConnectionClosed(Connection connection)
-    {
-        _connections.TryRemove(connection, out _);
-        if (_maxConnectionsPerAddress > 0 && connection.RemoteAddress is { } address)
-        {
-            ReleaseAddress(address);
-        }
+    ILogger ITcpConnectionOwner.Logger => Logger;
 
+    LiveCounters ITcpConnectionOwner.Count => Count;
+
+    Pool<byte[]> ITcpConnectionOwner.Buffers => _buffers!;
+
+    LogRateLimiter ITcpConnectionOwner.ConnectionWarnings => _connectionWarnings;
+
+    void ITcpConnectionOwner.OnConnectionClosed(TcpConnection connection, TimeSpan duration)
+    {
+        EchoMetrics.ConnectionClosed(this, duration);
+        _sweep.Remove(connection);
+        _perAddressLimit.Release(connection.RemoteAddress);
         try
         {
             Pool.Release(connection.Slot);
         }
         finally
         {
-            if (CountConnectionClosed() == 0 && Volatile.Read(ref _draining) == 1)
+            if (Count.ConnectionClosed() == 0 && Volatile.Read(ref _draining) == 1)
             {
                 _drained.TrySetResult();
             }

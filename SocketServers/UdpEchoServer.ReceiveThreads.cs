@@ -98,7 +98,7 @@ public sealed partial class UdpEchoServer
                 }
             }
 
-            CountLoopRestart();
+            Count.LoopRestarted();
         }
     }
 
@@ -124,7 +124,7 @@ public sealed partial class UdpEchoServer
             {
                 var args = (PooledSocketArgs)slot.Object;
                 int length = 0;
-                SocketError error = BeforeReceive?.Invoke() ?? SocketError.Success;
+                SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
                 if (error == SocketError.Success)
                 {
                     error = Receive(socket, args.OwnBuffer, sender, out length);
@@ -141,18 +141,17 @@ public sealed partial class UdpEchoServer
                     error = TakeSender(args, family, sender);
                 }
 
-                if (error == SocketError.Success && length <= _maxDatagramSize)
-                {
-                    if (MayAnswer(args))
-                    {
-                        // EndReply returns the args to the pool, whatever the send did.
-                        replied = true;
-                        EndReply(args, length, TrySend(socket, args, length));
-                    }
-                }
-                else if (!OnReceiveFailed(args, error))
+                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
+                if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
+                }
+
+                if (outcome == ReceiveOutcome.Answer)
+                {
+                    // EndReply returns the args to the pool, whatever the send did.
+                    replied = true;
+                    EndReply(args, length, TrySend(socket, args, length));
                 }
             }
             finally

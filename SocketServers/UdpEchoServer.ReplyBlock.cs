@@ -83,8 +83,6 @@ public sealed partial class UdpEchoServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
-        Socket socket = lane.Socket;
-        AddressFamily family = socket.AddressFamily;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -96,39 +94,23 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                SocketError error = BeforeReceive?.Invoke() ?? SocketError.Success;
-                if (error == SocketError.Success)
-                {
-                    // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
-                    args.RemoteEndPoint = args.SenderEndPoint(family);
-                    try
-                    {
-                        await args.ReceiveFromAsync(socket).ConfigureAwait(false);
-                        error = args.SocketError;
-                    }
-                    catch (ObjectDisposedException)
-                    {
-                        error = SocketError.OperationAborted;
-                    }
-                }
-
-                if (error == SocketError.Success && args.BytesTransferred <= _maxDatagramSize
-                    && (args.SocketFlags & SocketFlags.Truncated) == 0)
-                {
-                    if (MayAnswer(args))
-                    {
-                        // The block owns the args from here (it may already be replied to and reused when this
-                        // returns); a full block makes this receive loop wait.
-                        handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
-                        if (!handedOver)
-                        {
-                            CountDatagramDropped(DroppedStopping);
-                        }
-                    }
-                }
-                else if (!OnReceiveFailed(args, error))
+                await StartReceive(args, lane.Socket).ConfigureAwait(false);
+                bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
+                ReceiveOutcome outcome = Judge(args, args.SocketError, fits);
+                if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
+                }
+
+                if (outcome == ReceiveOutcome.Answer)
+                {
+                    // The block owns the args from here (it may already be replied to and reused when this
+                    // returns); a full block makes this receive loop wait.
+                    handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
+                    if (!handedOver)
+                    {
+                        CountDatagramDropped(DroppedStopping);
+                    }
                 }
             }
             catch (OperationCanceledException)
@@ -143,6 +125,33 @@ public sealed partial class UdpEchoServer
                     Pool.Release(slot);
                 }
             }
+        }
+    }
+
+    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a test's
+    /// fault, or a socket already closed, ends it at once.</summary>
+    /// <returns>The receive, to await; then <see cref="SocketAsyncEventArgs.SocketError"/> says how it went
+    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed, or the fault's).</returns>
+    private ValueTask StartReceive(PooledSocketArgs args, Socket socket)
+    {
+        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
+        if (fault != SocketError.Success)
+        {
+            args.SocketError = fault;
+            return default;
+        }
+
+        // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
+        args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
+        try
+        {
+            // Only the start throws, synchronously: a pending receive ends with an error, never an exception.
+            return args.ReceiveFromAsync(socket);
+        }
+        catch (ObjectDisposedException)
+        {
+            args.SocketError = SocketError.OperationAborted;
+            return default;
         }
     }
 

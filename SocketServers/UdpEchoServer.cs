@@ -1,7 +1,5 @@
-using System.Globalization;
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
@@ -61,14 +59,6 @@ namespace SocketServers;
 /// </remarks>
 public sealed partial class UdpEchoServer : EchoServer
 {
-    // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
-    private const string DroppedTooLarge = "too_large";
-    private const string DroppedFromPrivilegedPort = "privileged_port";
-    private const string DroppedFromEchoServerPort = "echo_server_port";
-    private const string DroppedOverRateLimit = "rate_limited";
-    private const string DroppedReplyFailed = "reply_failed";
-    private const string DroppedStopping = "stopping";
-
     private readonly IPEndPoint _endPoint;
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
@@ -82,11 +72,7 @@ public sealed partial class UdpEchoServer : EchoServer
     // Counts replies per sender; null when there is no limit.
     private readonly EndpointRateLimiter? _replyLimiter;
 
-    // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
-    private readonly LogRateLimiter _oversizedWarnings = new();
-    private readonly LogRateLimiter _privilegedPortWarnings = new();
-    private readonly LogRateLimiter _echoServerPortWarnings = new();
-    private readonly LogRateLimiter _rateLimitWarnings = new();
+    // Lines about replies that failed or threw: a few a second each.
     private readonly LogRateLimiter _replyWarnings = new();
     private readonly LogRateLimiter _replyFaults = new();
 
@@ -121,6 +107,15 @@ public sealed partial class UdpEchoServer : EchoServer
     /// nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public UdpEchoServer(UdpEchoServerOptions options, ILogger? logger)
+        : this(options, logger, faults: null)
+    {
+    }
+
+    /// <summary>Creates a UDP echo server that meets the faults a test injects.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
+    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
+    internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
@@ -128,7 +123,8 @@ public sealed partial class UdpEchoServer : EchoServer
                 ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options.EffectiveConcurrentReceives)) + options.EffectiveConcurrentReceives
                 : options.EffectiveConcurrentReceives,
             poolKind: "udp-echo-args",
-            logger)
+            logger,
+            faults)
     {
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
@@ -142,12 +138,6 @@ public sealed partial class UdpEchoServer : EchoServer
 
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Udp;
-
-    /// <summary>A fault to inject, for tests: runs on the receiving thread before each receive, with the receive's
-    /// args taken. A result other than <see cref="SocketError.Success"/> stands for the receive's own, which is then
-    /// not made; what it throws is an unexpected exception of the receive loop. Set before
-    /// <see cref="EchoServer.StartAsync"/>.</summary>
-    internal Func<SocketError>? BeforeReceive { get; set; }
 
     /// <summary>How many receives the server makes: <see cref="UdpEchoServerOptions.ConcurrentReceives"/>, or the
     /// number it stands for.</summary>
@@ -270,112 +260,6 @@ public sealed partial class UdpEchoServer : EchoServer
         }
     }
 
-    /// <summary>Which datagrams the server drops for where they come from, for the start's log line.</summary>
-    private string DroppedSourcesText() => string.Create(
-        CultureInfo.InvariantCulture,
-        $"{(_firstAnsweredPort == 0 ? "every source port answered but" : $"source ports below {_firstAnsweredPort},")} {_ownPort} and {EchoServerOptions.DefaultPort} dropped{(_replyLimiter is null ? string.Empty : $", at most {_maxRepliesPerEndpoint} replies a second per sender")}");
-
-    /// <returns>Whether the datagram in <paramref name="args"/> may be answered; if not, it is counted as a drop and
-    /// logged.</returns>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private bool MayAnswer(PooledSocketArgs args)
-    {
-        if (args.RemoteEndPoint is not IPEndPoint sender)
-        {
-            return true;
-        }
-
-        int port = sender.Port;
-        return (port >= _firstAnsweredPort && port != _ownPort && port != EchoServerOptions.DefaultPort && _replyLimiter is null)
-            || MayAnswerFiltered(args, sender);
-    }
-
-    /// <summary><see cref="MayAnswer"/> for a datagram some filter applies to: one from a port it drops, or any
-    /// datagram when replies are limited.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private bool MayAnswerFiltered(PooledSocketArgs args, IPEndPoint sender)
-    {
-        int port = sender.Port;
-        if (port < _firstAnsweredPort)
-        {
-            Drop(args, DroppedFromPrivilegedPort, _privilegedPortWarnings, EchoServerLog.DatagramFromPrivilegedPort, _firstAnsweredPort);
-            return false;
-        }
-
-        if (port == _ownPort || port == EchoServerOptions.DefaultPort)
-        {
-            Drop(args, DroppedFromEchoServerPort, _echoServerPortWarnings, EchoServerLog.DatagramFromEchoServerPort, port);
-            return false;
-        }
-
-        if (_replyLimiter is { } limiter && !limiter.TryAcquire(sender))
-        {
-            Drop(args, DroppedOverRateLimit, _rateLimitWarnings, EchoServerLog.DatagramOverReplyLimit, _maxRepliesPerEndpoint);
-            return false;
-        }
-
-        return true;
-    }
-
-    /// <returns>Whether the receive loop (or thread) goes on.</returns>
-    /// <exception cref="SocketException">An unexpected error, while the server runs.</exception>
-    private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)
-    {
-        switch (error)
-        {
-            case SocketError.Success:
-            case SocketError.MessageSize:
-                Drop(
-                    args,
-                    DroppedTooLarge,
-                    _oversizedWarnings,
-                    EchoServerLog.DatagramTooLarge,
-                    _maxDatagramSize);
-                return true;
-            case SocketError.ConnectionReset:
-            case SocketError.ConnectionRefused:
-            case SocketError.HostUnreachable:
-            case SocketError.NetworkUnreachable:
-            case SocketError.NetworkReset:
-            case SocketError.HostDown:
-                // An ICMP error about an earlier reply; the socket is fine. One can come per datagram, so the
-                // endpoint (read under the server's lock) is not read unless the line is logged.
-                if (Logger.IsEnabled(LogLevel.Debug))
-                {
-                    Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
-                }
-                return true;
-            case SocketError.OperationAborted:
-                return false;
-            default:
-                if (StoppingToken.IsCancellationRequested)
-                {
-                    return false;
-                }
-
-                // The socket itself failing: retried at once, it would likely fail at once again, for ever. End the
-                // loop as an unexpected exception does, which is logged and counted and starts it again after a pause.
-                throw new SocketException((int)error);
-        }
-    }
-
-    /// <summary>Counts a datagram that is not answered and warns about it, as often as
-    /// <paramref name="warnings"/> lets through.</summary>
-    /// <param name="args">The datagram's args; its sender goes into the warning.</param>
-    /// <param name="reason">Why, for the meter.</param>
-    /// <param name="warnings">The limiter of this kind of warning.</param>
-    /// <param name="warning">The warning's <see cref="EchoServerLog"/> method: the sender, <paramref name="limit"/> and the suppressed note.</param>
-    /// <param name="limit">The setting the datagram broke.</param>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, Action<ILogger, IPEndPoint?, int, string> warning, int limit)
-    {
-        CountDatagramDropped(reason);
-        if (Logger.IsEnabled(LogLevel.Warning) && warnings.TryAcquire(out long suppressed))
-        {
-            warning(Logger, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
-        }
-    }
-
     /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>.</summary>
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
     private static Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
@@ -416,7 +300,7 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             if (exception is null)
             {
-                CountEcho(length);
+                Count.Echoed(length);
                 if (Logger.IsEnabled(LogLevel.Trace))
                 {
                     Logger.DatagramEchoed(length, SenderOf(args));
@@ -452,14 +336,6 @@ public sealed partial class UdpEchoServer : EchoServer
         {
             Pool.Release(args.Slot);
         }
-    }
-
-    /// <summary>Counts a datagram that is not answered: in <see cref="EchoServerCounters.Drops"/>, and in the
-    /// meter's echo.datagrams.dropped with <paramref name="reason"/>.</summary>
-    private void CountDatagramDropped(string reason)
-    {
-        CountDrop();
-        EchoMetrics.DatagramDropped(this, reason);
     }
 
     /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since

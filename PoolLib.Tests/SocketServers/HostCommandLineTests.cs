@@ -2,6 +2,7 @@ using System.CommandLine;
 using System.Net;
 using Microsoft.Extensions.Configuration;
 using SocketServers;
+using SocketServers.Host;
 using SocketServers.Internal;
 
 namespace PoolLib.Tests.SocketServers;

@@ -1,6 +1,7 @@
 using System.Globalization;
 using System.Text.RegularExpressions;
 using SocketServers;
+using SocketServers.Host;
 
 namespace PoolLib.Tests.SocketServers;
 

@@ -2,6 +2,8 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 using SocketServers;
+using SocketServers.Internal;
+using static PoolLib.Tests.SocketServers.TcpEchoTesting;
 
 namespace PoolLib.Tests.SocketServers;
 
@@ -22,7 +24,7 @@ public sealed partial class TcpEchoServerTests
         options.MaxConnections = 1;
         options.RejectWhenFull = true;
         options.MinDataRate = 0; // the held client stays, however long the waiting one waits
-        await using var server = new TcpEchoServer(options)
+        var faults = new FaultInjection
         {
             BeforeAccept = () =>
             {
@@ -35,6 +37,7 @@ public sealed partial class TcpEchoServerTests
                 return SocketError.TooManyOpenSockets;
             },
         };
+        await using var server = new TcpEchoServer(options, logger: null, faults);
         await server.StartAsync(cancellationToken);
         using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
@@ -96,7 +99,7 @@ public sealed partial class TcpEchoServerTests
         TcpEchoServerOptions options = LoopbackOptions();
         options.IdleTimeout = TimeSpan.FromMilliseconds(200);
         int armed = 0;
-        await using var server = new TcpEchoServer(options)
+        var faults = new FaultInjection
         {
             BeforeSweep = () =>
             {
@@ -106,6 +109,7 @@ public sealed partial class TcpEchoServerTests
                 }
             },
         };
+        await using var server = new TcpEchoServer(options, logger: null, faults);
         await server.StartAsync(cancellationToken);
         using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
         using Socket idle = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);

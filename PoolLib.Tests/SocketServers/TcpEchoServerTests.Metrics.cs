@@ -1,4 +1,5 @@
 using System.Net.Sockets;
+using static PoolLib.Tests.SocketServers.TcpEchoTesting;
 
 namespace PoolLib.Tests.SocketServers;
 

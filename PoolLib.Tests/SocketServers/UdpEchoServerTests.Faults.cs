@@ -3,6 +3,7 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 using SocketServers;
+using SocketServers.Internal;
 
 namespace PoolLib.Tests.SocketServers;
 
@@ -18,7 +19,7 @@ public sealed partial class UdpEchoServerTests
         const int Datagrams = 10;
         var logger = new FakeLogger();
         int receiveCalls = 0;
-        var server = new UdpEchoServer(Options(options => options.ConcurrentReceives = receives), logger)
+        var faults = new FaultInjection
         {
             BeforeReceive = () =>
             {
@@ -30,6 +31,7 @@ public sealed partial class UdpEchoServerTests
                 return SocketError.Success;
             },
         };
+        var server = new UdpEchoServer(Options(options => options.ConcurrentReceives = receives), logger, faults);
         await using (server)
         {
             await server.StartAsync(cancellationToken);
@@ -61,7 +63,7 @@ public sealed partial class UdpEchoServerTests
         TimeSpan measured = TimeSpan.FromSeconds(2);
         int failing = 0;
         int failedReceives = 0;
-        var server = new UdpEchoServer(Options(_ => { }))
+        var faults = new FaultInjection
         {
             BeforeReceive = () =>
             {
@@ -74,6 +76,7 @@ public sealed partial class UdpEchoServerTests
                 return SocketError.NoBufferSpaceAvailable;
             },
         };
+        var server = new UdpEchoServer(Options(_ => { }), logger: null, faults);
         await using (server)
         {
             await server.StartAsync(cancellationToken);
@@ -129,19 +132,20 @@ public sealed partial class UdpEchoServerTests
     public async Task StopAsync_ReceiveLoopsPausedAfterFaults_ReturnsWithEverySlotBackAndNoRestart(int receives, CancellationToken cancellationToken)
     {
         int receiveCalls = 0;
-        var server = new UdpEchoServer(Options(options =>
+        var faults = new FaultInjection
         {
-            options.ConcurrentReceives = receives;
-            options.StopGracePeriod = TimeSpan.FromDays(1);
-        }))
-        {
-            RestartDelay = Timeout.InfiniteTimeSpan,
             BeforeReceive = () =>
             {
                 Interlocked.Increment(ref receiveCalls);
                 throw new InvalidOperationException("injected receive fault");
             },
         };
+        UdpEchoServerOptions options = Options(options =>
+        {
+            options.ConcurrentReceives = receives;
+            options.StopGracePeriod = TimeSpan.FromDays(1);
+        });
+        var server = new UdpEchoServer(options, logger: null, faults) { RestartDelay = Timeout.InfiniteTimeSpan };
         try
         {
             await server.StartAsync(cancellationToken);

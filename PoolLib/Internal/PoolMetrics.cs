@@ -19,8 +19,7 @@ internal static class PoolMetrics
     private const string PoolNameTag = "pool.name";
 
     private static readonly Meter s_meter = new(MeterName);
-    private static readonly List<WeakReference<IObservedPool>> s_pools = [];
-    private static readonly Lock s_poolsLock = new();
+    private static readonly WeakRegistry<IObservedPool> s_pools = new();
 
     private static readonly Counter<long> s_created = s_meter.CreateCounter<long>(
         "pool.objects.created", "{object}", "Objects the pool has created.");
@@ -64,23 +63,10 @@ internal static class PoolMetrics
     }
 
     /// <summary>Observes <paramref name="pool"/> until it is disposed or collected.</summary>
-    public static void Track(IObservedPool pool)
-    {
-        using (s_poolsLock.EnterScope())
-        {
-            s_pools.RemoveAll(static reference => !reference.TryGetTarget(out _));
-            s_pools.Add(new WeakReference<IObservedPool>(pool));
-        }
-    }
+    public static void Track(IObservedPool pool) => s_pools.Add(pool);
 
     /// <summary>Stops observing <paramref name="pool"/>.</summary>
-    public static void Untrack(IObservedPool pool)
-    {
-        using (s_poolsLock.EnterScope())
-        {
-            s_pools.RemoveAll(reference => !reference.TryGetTarget(out IObservedPool? tracked) || ReferenceEquals(tracked, pool));
-        }
-    }
+    public static void Untrack(IObservedPool pool) => s_pools.Remove(pool);
 
     // A listener's callback runs inside Add and Record, in the middle of a take, release or discard:
     // an exception from it is dropped there, so that a failing observer never costs an object or a
@@ -173,22 +159,7 @@ internal static class PoolMetrics
         }
     }
 
-    private static List<IObservedPool> LivePools()
-    {
-        using (s_poolsLock.EnterScope())
-        {
-            var live = new List<IObservedPool>(s_pools.Count);
-            foreach (WeakReference<IObservedPool> reference in s_pools)
-            {
-                if (reference.TryGetTarget(out IObservedPool? pool))
-                {
-                    live.Add(pool);
-                }
-            }
-
-            return live;
-        }
-    }
+    private static List<IObservedPool> LivePools() => s_pools.Live();
 
     /// <summary>What the observable instruments read from a pool.</summary>
     public interface IObservedPool

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net.Sockets;
+using PoolLib.Internal;
 
 namespace SocketServers.Internal;
 
@@ -20,8 +21,7 @@ internal static class EchoMetrics
     public const string MeterName = "SocketServers";
 
     private static readonly Meter s_meter = new(MeterName);
-    private static readonly List<WeakReference<EchoServer>> s_servers = [];
-    private static readonly Lock s_serversLock = new();
+    private static readonly WeakRegistry<EchoServer> s_servers = new();
 
     private static readonly Histogram<double> s_connectionDuration = s_meter.CreateHistogram<double>(
         "echo.connection.duration", "s", "How long TCP connections lasted.");
@@ -43,22 +43,10 @@ internal static class EchoMetrics
     }
 
     /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected.</summary>
-    public static void Track(EchoServer server)
-    {
-        using (s_serversLock.EnterScope())
-        {
-            s_servers.RemoveAll(static reference => !reference.TryGetTarget(out _));
-            s_servers.Add(new WeakReference<EchoServer>(server));
-        }
-    }
+    public static void Track(EchoServer server) => s_servers.Add(server);
 
-    public static void Untrack(EchoServer server)
-    {
-        using (s_serversLock.EnterScope())
-        {
-            s_servers.RemoveAll(reference => !reference.TryGetTarget(out EchoServer? tracked) || ReferenceEquals(tracked, server));
-        }
-    }
+    /// <summary>Stops observing <paramref name="server"/>.</summary>
+    public static void Untrack(EchoServer server) => s_servers.Remove(server);
 
     public static void ConnectionClosed(EchoServer server, TimeSpan duration)
     {
@@ -99,29 +87,12 @@ internal static class EchoMetrics
 
     private static IEnumerable<Measurement<long>> Observe(ProtocolType? protocol, Func<EchoServer, EchoServerCounters, long> read)
     {
-        foreach (EchoServer server in Running())
+        foreach (EchoServer server in s_servers.Live())
         {
             if (protocol is null || server.Protocol == protocol)
             {
                 yield return new Measurement<long>(read(server, server.Counters), Tags(server));
             }
-        }
-    }
-
-    private static List<EchoServer> Running()
-    {
-        using (s_serversLock.EnterScope())
-        {
-            var running = new List<EchoServer>(s_servers.Count);
-            foreach (WeakReference<EchoServer> reference in s_servers)
-            {
-                if (reference.TryGetTarget(out EchoServer? server))
-                {
-                    running.Add(server);
-                }
-            }
-
-            return running;
         }
     }
 

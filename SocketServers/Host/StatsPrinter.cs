@@ -4,7 +4,7 @@ using System.Runtime;
 using System.Runtime.InteropServices;
 using System.Text;
 
-namespace SocketServers;
+namespace SocketServers.Host;
 
 /// <summary>
 /// Prints the servers' metrics (the <c>SocketServers</c> and <c>PoolLib</c> meters) and the managed heap

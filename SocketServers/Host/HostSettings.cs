@@ -3,7 +3,7 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.Options;
 using SocketServers.Internal;
 
-namespace SocketServers;
+namespace SocketServers.Host;
 
 /// <summary>
 /// The console host's configuration: which servers run and how often the metrics are printed, from the

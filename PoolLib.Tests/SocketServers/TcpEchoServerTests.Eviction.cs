@@ -1,12 +1,28 @@
+using System.Net;
 using System.Net.Sockets;
 using SocketServers;
+using static PoolLib.Tests.SocketServers.TcpEchoTesting;
 
 namespace PoolLib.Tests.SocketServers;
 
-// Slow clients cannot hold the server: the quietest slow connection is evicted for a waiting client,
-// one address can be limited, and clients over the cap can be rejected instead of queued.
+// Clients that cannot hold the server: idle ones are closed, and the quietest slow one is evicted for a waiting client.
 public sealed partial class TcpEchoServerTests
 {
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task IdleTimeout_ClientSendsNothing_ServerClosesConnection(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => options.IdleTimeout = TimeSpan.FromMilliseconds(200), cancellationToken);
+        using Socket idle = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        int received = await idle.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken);
+
+        Assert.That(received, Is.Zero, "the server closed the idle connection");
+        await WaitForIdleAsync(server, cancellationToken);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+        await AssertStillServesAsync(server, cancellationToken);
+    }
+
     [Test]
     [CancelAfter(60_000)]
     public async Task MinDataRate_SlowClientsHoldEverySlot_WaitingClientServedAndStreamingClientNeverCut(CancellationToken cancellationToken)
@@ -92,54 +108,6 @@ public sealed partial class TcpEchoServerTests
         Assert.That(streamed, Is.GreaterThan(0), "the streaming client was never cut, and its echoes came back byte-exact");
         Assert.That(await first.ReadEndAsync(cancellationToken), Is.Zero, "the first client, quiet since its echo, was evicted");
         Assert.That(server.Counters.Evicted, Is.EqualTo(2));
-    }
-
-    [Test]
-    [CancelAfter(10_000)]
-    public async Task MaxConnectionsPerAddress_OneMoreFromTheSameAddress_ClosedAtOnceAndCounted(CancellationToken cancellationToken)
-    {
-        await using var server = await StartAsync(options => options.MaxConnectionsPerAddress = 2, cancellationToken);
-        using Socket first = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-        using Socket second = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 2, cancellationToken);
-
-        using Socket third = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-
-        await AssertRejectedWhileOthersServedAsync(server, third, first, cancellationToken);
-    }
-
-    [Test]
-    [CancelAfter(10_000)]
-    public async Task RejectWhenFull_ClientOverTheCap_ClosedAtOnceAndCounted(CancellationToken cancellationToken)
-    {
-        await using var server = await StartAsync(
-            options =>
-            {
-                options.MaxConnections = 1;
-                options.RejectWhenFull = true;
-            },
-            cancellationToken);
-        using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 1, cancellationToken);
-
-        using Socket over = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
-
-        await AssertRejectedWhileOthersServedAsync(server, over, held, cancellationToken);
-    }
-
-    /// <summary>
-    /// <paramref name="rejected"/> is closed at once and counted, <paramref name="held"/> still echoes, and
-    /// once it is gone its place serves a new client.
-    /// </summary>
-    private static async Task AssertRejectedWhileOthersServedAsync(TcpEchoServer server, Socket rejected, Socket held, CancellationToken cancellationToken)
-    {
-        Assert.That(await rejected.ReadEndAsync(cancellationToken), Is.Zero, "the rejected client is closed at once");
-        Assert.That(server.Counters.Rejected, Is.EqualTo(1));
-        await held.AssertEchoOnAsync(cancellationToken);
-        int openBefore = server.Counters.CurrentConnections;
-        held.Dispose();
-        await Poll.UntilAsync(() => server.Counters.CurrentConnections == openBefore - 1, cancellationToken);
-        await SocketTestExtensions.AssertEchoesAsync(server.LocalEndPoint!, 10, cancellationToken);
     }
 
     /// <summary>Sends one byte every two seconds and reads its echo, until cancelled or evicted.</summary>

@@ -6,8 +6,9 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using NLog;
 using NLog.Extensions.Logging;
+using GenericHost = Microsoft.Extensions.Hosting.Host;
 
-namespace SocketServers;
+namespace SocketServers.Host;
 
 /// <summary>
 /// The console host: runs the TCP and/or UDP echo server on the Generic Host until Ctrl+C or SIGTERM. Settings come
@@ -66,7 +67,7 @@ internal static class Program
             // The servers read their options once, so a watcher on appsettings.json would change nothing.
             var initial = new ConfigurationManager();
             initial["hostBuilder:reloadConfigOnChange"] = "false";
-            builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings
+            builder = GenericHost.CreateApplicationBuilder(new HostApplicationBuilderSettings
             {
                 // appsettings.json is read from beside the program, wherever it is started from.
                 ContentRootPath = AppContext.BaseDirectory,

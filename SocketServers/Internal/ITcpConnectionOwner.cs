@@ -1,0 +1,26 @@
+using Microsoft.Extensions.Logging;
+using PoolLib;
+
+namespace SocketServers.Internal;
+
+/// <summary>What a <see cref="TcpConnection"/> needs from the server that accepted it, and nothing more.</summary>
+internal interface ITcpConnectionOwner
+{
+    /// <summary>Gets where the connection logs.</summary>
+    ILogger Logger { get; }
+
+    /// <summary>Gets the server's counts, to which the connection adds its echoes, drops and eviction.</summary>
+    LiveCounters Count { get; }
+
+    /// <summary>Gets the receive buffers, one lent to a connection while data is there; the take never waits.</summary>
+    Pool<byte[]> Buffers { get; }
+
+    /// <summary>Gets the limiter of the warnings about failing connections, shared by all of them.</summary>
+    LogRateLimiter ConnectionWarnings { get; }
+
+    /// <summary>Called once, when the connection has closed its socket and is done with its args: the server forgets it
+    /// and takes the args back.</summary>
+    /// <param name="connection">The connection.</param>
+    /// <param name="duration">How long it was open.</param>
+    void OnConnectionClosed(TcpConnection connection, TimeSpan duration);
+}
