@@ -50,7 +50,8 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
     // Bytes received so far; written by the loop, read by the sweep.
     private long _bytesReceived;
 
-    // The sweep's alone: the receive rate over the current and the last window.
+    // The sweep's alone: the receive rate over the current and the last window. A mutable struct updated in
+    // place, so never readonly: a readonly field would hand the sweep a copy and the window would never move.
     private DataRateWindow _rateWindow;
 
     // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle
