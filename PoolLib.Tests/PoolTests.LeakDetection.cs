@@ -91,7 +91,7 @@ public sealed partial class PoolTests
         pool.RentalLeakSuspected += (sender, args) => reports++;
         PoolSlot<TrackedObject> slot = pool.TakeSlot();
 
-        pool.RunMaintenance();
+        pool.Maintain();
 
         Assert.That(reports, Is.Zero);
         Assert.That(slot.History, Is.Null);

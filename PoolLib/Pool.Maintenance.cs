@@ -86,9 +86,6 @@ public abstract partial class Pool<T>
         DiscardIdle(PoolMetrics.DiscardReason.Trimmed, retiredOnly: true);
     }
 
-    /// <summary>Runs one sweep now, as the timer does; for tests that drive time themselves.</summary>
-    internal void RunMaintenance() => Maintain();
-
     /// <summary>Converts the time-based options to timestamps; called once, by the constructor.</summary>
     private void InitialiseOptions(PoolOptions options)
     {
@@ -212,8 +209,9 @@ public abstract partial class Pool<T>
     /// (down to <see cref="PoolOptions.MinIdle"/>), and reports rentals held longer than
     /// <see cref="PoolOptions.LeakDetectionThreshold"/>.
     /// </summary>
-    /// <remarks>Allocates nothing unless it finds an object to trim or a rental to report.</remarks>
-    private void Maintain()
+    /// <remarks>Allocates nothing unless it finds an object to trim or a rental to report. Internal for tests
+    /// that drive time themselves.</remarks>
+    internal void Maintain()
     {
         if (Volatile.Read(ref _disposed) != 0 || Interlocked.Exchange(ref _sweeping, 1) != 0)
         {
