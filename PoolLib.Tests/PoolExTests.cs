@@ -97,11 +97,14 @@ public sealed class PoolExTests
     }
 
     [Test]
-    public void TakeObjectAsync_AfterDispose_Throws()
+    public async Task TakeObjectAsync_AfterDispose_FailsTheReturnedTaskNotTheCall()
     {
         BufferPool pool = DisposedPool();
 
-        Assert.Throws<ObjectDisposedException>(() => pool.TakeObjectAsync());
+        ValueTask<PooledBuffer> take = default;
+        Assert.DoesNotThrow(() => take = pool.TakeObjectAsync());
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(async () => await take);
 
         Assert.That(pool.TotalCount, Is.Zero);
     }

@@ -106,11 +106,14 @@ public sealed partial class PoolTests
     }
 
     [Test]
-    public void TakeSlotAsync_AfterDispose_Throws()
+    public async Task TakeSlotAsync_AfterDispose_FailsTheReturnedTaskNotTheCall()
     {
         var pool = DisposedPool();
 
-        Assert.Throws<ObjectDisposedException>(() => pool.TakeSlotAsync());
+        ValueTask<PoolSlot<TrackedObject>> take = default;
+        Assert.DoesNotThrow(() => take = pool.TakeSlotAsync());
+
+        await Assert.ThrowsAsync<ObjectDisposedException>(async () => await take);
 
         AssertCounts(pool, total: 0, available: 0);
     }

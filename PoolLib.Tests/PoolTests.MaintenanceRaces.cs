@@ -154,7 +154,7 @@ public sealed partial class PoolTests
         Assert.That(violations, Is.Empty);
         Assert.That(pool.Created.Select(created => created.DisposeCount), Is.All.LessThanOrEqualTo(1));
         Assert.That(pool.Created.Count(created => created.DisposeCount == 0), Is.EqualTo(pool.TotalCount), "every object not disposed is still the pool's");
-        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(pool.TotalCount), "and stored exactly once");
+        Assert.That(IdleSlotCount(pool), Is.EqualTo(pool.TotalCount), "and stored exactly once");
         Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(maxCapacity), "never more objects alive at once than the cap");
         Assert.That(pool.Created.Count, Is.GreaterThan(maxCapacity), "the race discarded and made objects");
 

@@ -99,7 +99,6 @@ public sealed partial class PoolTests
         Assert.That(distinctPerRound, Is.All.EqualTo(Objects), "every round took every object, none twice");
         Assert.That(pool.CreatedCount, Is.EqualTo(Objects), "later rounds reused the first round's objects");
         AssertCounts(pool, total: Objects, available: Objects);
-        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(Objects), "storage, uncapped, holds each object once");
     }
 
     [Test]
@@ -111,7 +110,6 @@ public sealed partial class PoolTests
 
         Assert.That(pool.CreatedCount, Is.EqualTo(2), "the second thread reused one of the first thread's objects");
         AssertCounts(pool, total: 2, available: 2);
-        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(2));
     }
 
     [Test]
@@ -175,25 +173,6 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
-    [Test]
-    [CancelAfter(30_000)]
-    public async Task Release_InterruptPendingAndWaiterLockContended_StillHandsOverAndKeepsTheInterrupt(CancellationToken cancellationToken)
-    {
-        using var pool = new TrackedPool(1);
-        PoolSlot<TrackedObject> held = pool.TakeSlot();
-        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
-
-        // The waiter lock, held here, meets the releaser's pending interrupt first, then (once the
-        // interrupt is swallowed) blocks it for real.
-        (Exception? releaseFailure, bool interruptKept) = RunWithInterruptPendingWhileHeld(pool.WaitersLock, () => pool.Release(held));
-
-        Assert.That(releaseFailure, Is.Null, "the release finished despite the interrupt");
-        PoolSlot<TrackedObject> handed = await waiting;
-
-        Assert.That(handed, Is.SameAs(held));
-        Assert.That(interruptKept, Is.True, "the interrupt is put back for the releaser's next wait");
-        Assert.That(pool.WaiterCount, Is.Zero);
-    }
 
     /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>
     private static TResult OnOwnThread<TResult>(Func<TResult> body)

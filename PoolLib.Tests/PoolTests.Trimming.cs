@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Time.Testing;
+using PoolLib.Internal;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
@@ -140,15 +141,17 @@ public sealed partial class PoolTests
     public void IdleTimer_NothingIdleOrNothingExpired_AllocatesNothing()
     {
         var time = new FakeTimeProvider();
-        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 4, IdleTimeout = s_idleTimeout, TimeProvider = time });
+        var options = new PoolOptions { MaxCapacity = 4, IdleTimeout = s_idleTimeout, TimeProvider = time };
+        using var pool = new TrackedPool(options);
+        using PoolMaintenance<TrackedObject> maintenance = PoolMaintenance<TrackedObject>.Create(pool, options)!;
         PoolSlot<TrackedObject> rented = pool.TakeSlot();
         pool.Release(pool.TakeSlot());
-        pool.Maintain();
+        maintenance.Sweep();
 
         long before = GC.GetAllocatedBytesForCurrentThread();
         for (int i = 0; i < 100; i++)
         {
-            pool.Maintain();
+            maintenance.Sweep();
         }
 
         long allocated = GC.GetAllocatedBytesForCurrentThread() - before;

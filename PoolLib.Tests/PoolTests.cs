@@ -302,6 +302,19 @@ public sealed partial class PoolTests
     {
         Assert.That(pool.TotalCount, Is.EqualTo(total), nameof(pool.TotalCount));
         Assert.That(pool.AvailableCount, Is.EqualTo(available), nameof(pool.AvailableCount));
-        Assert.That(pool.Storage.CountIdle(), Is.EqualTo(available), "the slots whose state says idle");
+        Assert.That(IdleSlotCount(pool), Is.EqualTo(available), "the slots whose state says idle");
+    }
+
+    /// <summary>Counts the slots whose state says idle, one by one.</summary>
+    private static int IdleSlotCount<T>(Pool<T> pool)
+        where T : class
+    {
+        int idle = 0;
+        foreach (PoolSlot<T>? slot in pool.Slots)
+        {
+            idle += slot is { IsIdle: true } ? 1 : 0;
+        }
+
+        return idle;
     }
 }

@@ -1,7 +1,8 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
-using System.Reflection;
+using System.Numerics;
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -21,14 +22,15 @@ namespace PoolLib;
 /// sleeps until a release wakes it; nothing polls.
 /// </para>
 /// <para>
-/// Every member is safe to call from any number of threads at once. A thread that takes again finds
-/// first the objects it took last, once they are back. <see cref="CleanUp"/> runs on the releasing
-/// thread before the object is visible to another taker; <see cref="ObjectConstructor"/> and
-/// <see cref="HoldSlotInObject"/> run on the taking (or pre-warming) thread, never under a lock.
+/// Every member is safe to call from any number of threads at once, and costs the same whatever the
+/// pool's size. A thread that takes again finds first the objects it took last, once they are back.
+/// <see cref="CleanUp"/> runs on the releasing thread before the object is visible to another taker;
+/// <see cref="ObjectConstructor"/>, <see cref="HoldSlotInObject"/> and <see cref="Validate"/> run on
+/// the taking (or pre-warming) thread; no user code runs under a lock of the pool.
 /// </para>
 /// <para>
-/// Capacity never leaks: an object whose construction, slot hand-over or clean-up throws is
-/// discarded (disposed if it is <see cref="IDisposable"/>), its place under the cap is given back,
+/// Capacity never leaks: an object whose construction, slot hand-over, validation or clean-up throws
+/// is discarded (disposed if it is <see cref="IDisposable"/>), its place under the cap is given back,
 /// and the exception reaches the caller. An interrupt (<see cref="Thread.Interrupt"/>) ends only a
 /// wait for an object; it never stops the pool halfway through storing, creating or discarding one.
 /// </para>
@@ -37,30 +39,29 @@ namespace PoolLib;
 /// woken with it, idle objects are disposed, and objects still rented are disposed when released.
 /// </para>
 /// </remarks>
-// The non-public methods are kept for trimming so that the constructor can tell which virtual methods are overridden.
-[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.NonPublicMethods)]
-public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool where T : class
+public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWaiters<T>.ISupply where T : class
 {
-    // Bits of _takeChecks and _releaseChecks: what a take or release must do beyond its fast path.
-    // A pool with no option on and a clean-up to run has both at 0, and pays one load and one branch for each.
-    private const int ValidateOnTake = 1;
-    private const int TrackRentals = 2;
-    private const int TrackIdleTime = 1;
-    private const int PoolDisposed = 2;
+    // How often a synchronous taker retries, spinning and then yielding, before it queues (see TrySpinTake).
+    private const int SpinRoundsBeforeWaiting = 20;
 
     private readonly LockFreeSemaphore _allocationBudget;
-    private readonly SlotStorage<T> _storage;
+    private readonly SlotRegistry<T> _registry = new();
+    private readonly ThreadHintTable _hints = new();
+    private readonly IdleSlotStacks<T> _idleStacks = new();
+    private readonly TakeWaiters<T> _waiters = new();
+    private readonly PoolMaintenance<T>? _maintenance;
     private readonly string _name;
-    private readonly int _takeChecks;
+    private readonly int _minIdle;
 
-    // Whether CleanUp does anything; without it a release makes its slot idle with one swap.
-    private readonly bool _cleansUp;
+    // No thread needs hints for more slots than the cap.
+    private readonly int _maxHints;
 
-    // Gains PoolDisposed when the pool is disposed; otherwise fixed at construction.
-    private int _releaseChecks;
+    // Whether a take or a release does more than its fast path: time-based options are on.
+    private readonly bool _tracksRentals;
+    private readonly bool _tracksIdleTime;
 
-    // 0 while the pool is live, 1 once Dispose has begun; set with Interlocked.Exchange.
-    private int _disposed;
+    // How many times Clear has begun; an object made while it changed is retired.
+    private int _clears;
 
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
     /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
@@ -89,29 +90,37 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <summary>The constructor every other one calls.</summary>
     /// <param name="options">The options, checked here.</param>
     /// <param name="defaultName">Replaces the type's name as the default name.</param>
-    /// <param name="cleansUp">Whether <see cref="CleanUp"/> does anything; <see langword="null"/> to tell by whether it is overridden.</param>
-    private protected Pool(PoolOptions options, string? defaultName, bool? cleansUp = null)
+    private protected Pool(PoolOptions options, string? defaultName)
     {
         ArgumentNullException.ThrowIfNull(options);
-        ArgumentOutOfRangeException.ThrowIfLessThan(options.MaxCapacity, 1, OptionName(nameof(PoolOptions.MaxCapacity)));
-        ArgumentOutOfRangeException.ThrowIfNegative(options.MinIdle, OptionName(nameof(PoolOptions.MinIdle)));
-        ArgumentOutOfRangeException.ThrowIfGreaterThan(options.MinIdle, options.MaxCapacity, OptionName(nameof(PoolOptions.MinIdle)));
+        ArgumentOutOfRangeException.ThrowIfLessThan(options.MaxCapacity, 1, $"options.{nameof(PoolOptions.MaxCapacity)}");
+        ArgumentOutOfRangeException.ThrowIfNegative(options.MinIdle, $"options.{nameof(PoolOptions.MinIdle)}");
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(options.MinIdle, options.MaxCapacity, $"options.{nameof(PoolOptions.MinIdle)}");
         if (options.Name is { } name && string.IsNullOrWhiteSpace(name))
         {
-            throw new ArgumentException("The pool's name must not be empty or white space.", OptionName(nameof(PoolOptions.Name)));
+            throw new ArgumentException("The pool's name must not be empty or white space.", $"options.{nameof(PoolOptions.Name)}");
         }
 
-        InitialiseOptions(options);
         _allocationBudget = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
-        _storage = new SlotStorage<T>(options.MaxCapacity);
         _name = options.Name ?? defaultName ?? DisplayName(GetType());
-        _cleansUp = cleansUp ?? Overrides(nameof(CleanUp));
-        _takeChecks = (Overrides(nameof(Validate)) ? ValidateOnTake : 0) | (_leakDetectionThreshold != 0 ? TrackRentals : 0);
-        _releaseChecks = _idleTimeout != 0 ? TrackIdleTime : 0;
-
+        _minIdle = options.MinIdle;
+        _maxHints = (int)Math.Min(1 << 16, BitOperations.RoundUpToPowerOf2((uint)options.MaxCapacity));
+        _maintenance = PoolMaintenance<T>.Create(this, options);
+        _tracksRentals = _maintenance?.TracksRentals ?? false;
+        _tracksIdleTime = _maintenance?.TracksIdleTime ?? false;
         PoolMetrics.Track(this);
-        StartMaintenance(options);
     }
+
+    /// <summary>
+    /// Raised, once per rental, when an object has been rented for longer than
+    /// <see cref="PoolOptions.LeakDetectionThreshold"/>; never raised while that option is off.
+    /// </summary>
+    /// <remarks>
+    /// Raised on a timer thread, a little after the threshold passes (within a quarter of the
+    /// shortest of the pool's time-based options). The rental goes on: the pool only reports it. An
+    /// exception thrown by a handler is caught and dropped, so that the timer and the other handlers run.
+    /// </remarks>
+    public event EventHandler<PoolLeakEventArgs>? RentalLeakSuspected;
 
     /// <summary>Gets the pool's name, as metrics and leak reports show it: <see cref="PoolOptions.Name"/>, or the pool type's name.</summary>
     public string Name => _name;
@@ -125,29 +134,38 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a read per object the pool holds; no take or release pays to keep a count. Exact when no
-    /// take or release is in flight; under concurrent use a snapshot, never greater than <see cref="TotalCount"/>.
+    /// Adds up per-thread counts of takes and returns, so it costs a read per thread that has used the
+    /// pool, whatever the pool's size. Exact when no take or release is in flight; under concurrent use
+    /// a snapshot, from zero to <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount => Math.Min(_storage.CountIdle(), TotalCount);
+    public int AvailableCount
+    {
+        get
+        {
+            int total = TotalCount;
+            return (int)Math.Clamp(total - _hints.Outstanding, 0, total);
+        }
+    }
 
-    int PoolMetrics.IObservedPool.WaiterCount => WaiterCount;
+    /// <summary>Gets how many takers are waiting for an object.</summary>
+    public int WaiterCount => _waiters.Count;
 
-    /// <summary>Gets the pool's storage; for tests that look inside it.</summary>
-    internal SlotStorage<T> Storage => _storage;
+    /// <summary>Gets every slot the pool holds, for maintenance; entries may be null.</summary>
+    internal ReadOnlySpan<PoolSlot<T>?> Slots => _registry.Slots;
 
     /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
-    /// <remarks>Any exception from <see cref="ObjectConstructor"/> reaches the caller; the cap is untouched by it.</remarks>
+    /// <remarks>Any exception from <see cref="ObjectConstructor"/> or <see cref="Validate"/> reaches the caller; the cap is untouched by it.</remarks>
     public PoolSlot<T> TakeSlot()
     {
-        if (TryTakeFast(out PoolSlot<T>? slot))
+        if (TryTakeOwn(out PoolSlot<T>? slot))
         {
             return slot;
         }
 
-        slot = TakeSlotSlow(Timeout.Infinite);
-        Debug.Assert(slot is not null, "An infinite wait ends with a slot or an exception.");
+        slot = TakeSlotSlow(Stopwatch.GetTimestamp(), deadline: long.MaxValue);
+        Debug.Assert(slot is not null, "An endless wait ends with a slot or an exception.");
         return slot;
     }
 
@@ -161,17 +179,18 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (TryTakeFast(out slot))
+        if (TryTakeOwn(out slot))
         {
             return true;
         }
 
-        slot = TakeSlotSlow(millisecondsTimeout: 0);
+        long now = Stopwatch.GetTimestamp();
+        slot = TakeSlotSlow(now, deadline: now);
         return slot is not null;
     }
 
     /// <summary>Takes an object, waiting at most <paramref name="timeout"/> while the pool is exhausted.</summary>
-    /// <param name="timeout">How long to wait; <see cref="TimeSpan.Zero"/> not at all, <see cref="Timeout.InfiniteTimeSpan"/> forever.</param>
+    /// <param name="timeout">How long to wait, from this call; <see cref="TimeSpan.Zero"/> not at all, <see cref="Timeout.InfiniteTimeSpan"/> forever.</param>
     /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
     /// <returns><see langword="false"/> if the wait timed out; the pool is then exactly as if this had never been called.</returns>
     /// <exception cref="ArgumentOutOfRangeException">
@@ -180,29 +199,33 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     public bool TryTakeSlot(TimeSpan timeout, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        long milliseconds = (long)timeout.TotalMilliseconds;
-        if (milliseconds is < Timeout.Infinite or > int.MaxValue)
+        long start = Stopwatch.GetTimestamp();
+        if ((timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan) || timeout.TotalMilliseconds > int.MaxValue)
         {
             ThrowTimeoutOutOfRange(nameof(timeout));
         }
 
-        if (TryTakeFast(out slot))
+        if (TryTakeOwn(out slot))
         {
             return true;
         }
 
-        slot = TakeSlotSlow((int)milliseconds);
+        long deadline = timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : start + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
+        slot = TakeSlotSlow(start, deadline);
         return slot is not null;
     }
 
     /// <summary>Takes an object, waiting asynchronously while the pool is exhausted.</summary>
     /// <param name="cancellationToken">Cancels the wait; the pool is then exactly as if this had never been called.</param>
-    /// <returns>The slot of the rented object. Completes synchronously, without allocating, when an object is idle.</returns>
+    /// <returns>
+    /// The slot of the rented object. Completes synchronously, without allocating, when an object is
+    /// idle. Every failure comes through it, never from the call itself.
+    /// </returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before an object was handed over.</exception>
     public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default)
     {
-        if (TryTakeFast(out PoolSlot<T>? slot))
+        if (TryTakeOwn(out PoolSlot<T>? slot))
         {
             return new ValueTask<PoolSlot<T>>(slot);
         }
@@ -230,33 +253,40 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
             ThrowForeignSlot(nameof(slot));
         }
 
-        if (_releaseChecks == 0)
+        if (!slot.TryBeginReturn())
         {
-            if (!_cleansUp)
-            {
-                if (slot.TryReturnIdle())
-                {
-                    ServeIfWaitedFor(slot);
-                    return;
-                }
-            }
-            else if (slot.TryBeginReturn())
-            {
-                CleanUpOrDiscard(slot);
-                if (slot.TryPublish())
-                {
-                    ServeIfWaitedFor(slot);
-                }
-                else
-                {
-                    Discard(slot, PoolMetrics.DiscardReason.Expired);
-                }
-
-                return;
-            }
+            ThrowSlotAlreadyReturned();
         }
 
-        ReleaseSlow(slot);
+        EndRental(slot);
+    }
+
+    /// <summary>Returns a rented object to the pool, if it is still in the rental <paramref name="rental"/>.</summary>
+    /// <param name="slot">A slot taken from this pool and not yet returned.</param>
+    /// <param name="rental">The slot's <see cref="PoolSlot{T}.Rental"/>, read when it was taken.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="slot"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException"><paramref name="slot"/> belongs to another pool.</exception>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="rental"/> is negative.</exception>
+    /// <exception cref="InvalidOperationException">
+    /// <paramref name="slot"/> is back in the pool, or rented again since <paramref name="rental"/>: the
+    /// caller holds a stale handle, and the object now belongs to someone else.
+    /// </exception>
+    /// <remarks>Otherwise exactly <see cref="Release(PoolSlot{T})"/>; the check costs nothing more.</remarks>
+    public void Release(PoolSlot<T> slot, int rental)
+    {
+        ArgumentNullException.ThrowIfNull(slot);
+        ArgumentOutOfRangeException.ThrowIfNegative(rental);
+        if (!ReferenceEquals(slot.Owner, this))
+        {
+            ThrowForeignSlot(nameof(slot));
+        }
+
+        if (!slot.TryBeginReturn(rental))
+        {
+            ThrowSlotAlreadyReturned();
+        }
+
+        EndRental(slot);
     }
 
     /// <summary>Makes one new object. Called only while the cap allows one more.</summary>
@@ -290,11 +320,94 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <param name="object">The idle object about to be handed to a taker.</param>
     /// <returns><see langword="false"/> to discard the object; the take then goes on with another idle object or a new one.</returns>
     /// <remarks>
-    /// Called on the taking thread, for idle objects only (never for one just made), and only if a
-    /// subclass overrides it; the default is never called. If it throws, the object is discarded and
-    /// the exception reaches the taker.
+    /// Called on the taking thread, for idle objects only, never for one just made. If it throws, the
+    /// object is discarded and the exception reaches the taker. The default returns <see langword="true"/>.
     /// </remarks>
     protected virtual bool Validate(T @object) => true;
+
+    /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
+    /// <param name="count">How many objects to create; zero or more.</param>
+    /// <returns><see langword="true"/> if all were created; <see langword="false"/> if the cap stopped it early (those created stay).</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="count"/> is negative.</exception>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>Safe to call from a subclass constructor once what <see cref="ObjectConstructor"/> reads is set.</remarks>
+    protected bool TryAllocatePush(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        for (int i = 0; i < count; i++)
+        {
+            if (!TryAllocatePush())
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    /// <summary>Creates one object and stores it idle, if the cap allows.</summary>
+    /// <returns><see langword="false"/> if <see cref="MaxCapacity"/> objects already exist.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <remarks>The object is for whichever thread takes first, not kept for the calling thread.</remarks>
+    protected bool TryAllocatePush()
+    {
+        ThrowIfDisposed();
+        if (!_allocationBudget.TryTake())
+        {
+            return false;
+        }
+
+        PoolSlot<T> slot = CreateSlot();
+        if (slot.IsRetired)
+        {
+            // Retired by a Clear that ran while it was made.
+            Discard(slot, PoolMetrics.DiscardReason.Expired);
+            return true;
+        }
+
+        bool returning = slot.TryBeginReturn();
+        Debug.Assert(returning, "A new slot is rented.");
+        Store(slot);
+        return true;
+    }
+
+    /// <summary>Disposes idle objects down to <see cref="PoolOptions.MinIdle"/>.</summary>
+    /// <returns>How many idle objects were disposed.</returns>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
+    /// <remarks>
+    /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first.
+    /// Every object to dispose is disposed even if some throw; then the one exception is rethrown as
+    /// it is, or several in an <see cref="AggregateException"/>.
+    /// </remarks>
+    public int Trim()
+    {
+        ThrowIfDisposed();
+        return DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince: null, throwFailures: true);
+    }
+
+    /// <summary>
+    /// Disposes every idle object now, and every rented one when it is released, so that from now on
+    /// takers get only objects made after this call.
+    /// </summary>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    /// <exception cref="AggregateException">Several idle objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
+    /// <remarks>
+    /// For objects that all went bad at once, such as connections to a server that restarted.
+    /// <see cref="PoolOptions.MinIdle"/> does not apply. An object made before this call is never
+    /// handed out after it: one that a concurrent release makes idle is disposed when a taker finds it.
+    /// </remarks>
+    public void Clear()
+    {
+        ThrowIfDisposed();
+        Interlocked.Increment(ref _clears);
+        foreach (PoolSlot<T>? slot in _registry.Slots)
+        {
+            slot?.Retire();
+        }
+
+        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, throwFailures: true);
+    }
 
     /// <summary>
     /// Disposes the pool: wakes every waiter with <see cref="ObjectDisposedException"/>, disposes the
@@ -325,29 +438,644 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     /// <param name="disposing"><see langword="true"/> when called from <see cref="Dispose()"/>.</param>
     protected virtual void Dispose(bool disposing)
     {
-        if (!disposing || Interlocked.Exchange(ref _disposed, 1) != 0)
+        if (!disposing || !_waiters.TryDispose(NewDisposedException))
         {
             return;
         }
 
-        Interlocked.Or(ref _releaseChecks, PoolDisposed);
-        Interlocked.Or(ref _waitersOrDisposed, DisposedFlag);
-        StopMaintenance();
+        _maintenance?.Dispose();
         PoolMetrics.Untrack(this);
-        FailAllWaiters();
-        DiscardIdle(PoolMetrics.DiscardReason.Disposed, retiredOnly: false);
+        DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, throwFailures: true);
+    }
+
+    /// <summary>Trims and discards what the maintenance timer found, without throwing: the objects are gone either way.</summary>
+    internal void DiscardIdleInMaintenance(bool retiredOnly, long? idleSince)
+    {
+        if (retiredOnly)
+        {
+            DiscardIdle(PoolMetrics.DiscardReason.Expired, keep: 0, retiredOnly: true, idleSince: null, throwFailures: false);
+        }
+
+        if (idleSince is not null)
+        {
+            DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures: false);
+        }
+    }
+
+    /// <summary>Raises <see cref="RentalLeakSuspected"/>, each handler in turn, dropping what they throw.</summary>
+    internal void ReportLeak(PoolLeakEventArgs args)
+    {
+        if (RentalLeakSuspected is not { } handlers)
+        {
+            return;
+        }
+
+        foreach (EventHandler<PoolLeakEventArgs> handler in Delegate.EnumerateInvocationList(handlers))
+        {
+            try
+            {
+                handler(this, args);
+            }
+            catch (Exception)
+            {
+                // A handler's failure must not stop the timer, the process, or the handlers after it.
+            }
+        }
+    }
+
+    /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>
+    internal T CreateUnpooled()
+    {
+        ThrowIfDisposed();
+        return Construct();
+    }
+
+    /// <summary>Ends a rental without storing the object; what <see cref="PoolSlot{T}.Discard"/> does.</summary>
+    internal void DiscardRental(PoolSlot<T> slot)
+    {
+        if (!slot.TryBeginReturn())
+        {
+            ThrowSlotAlreadyReturned();
+        }
+
+        _hints.Current.CountReturned();
+        Discard(slot, _waiters.IsDisposed ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
     }
 
     /// <summary>
-    /// The path every take tries first: the newest idle object the calling thread returned, unless
-    /// a taker is waiting, which goes first, or the pool is being disposed.
+    /// The path every take tries first: the newest idle object the calling thread took before, unless
+    /// a taker is waiting, which goes first, or the pool is disposed.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private bool TryTakeFast([NotNullWhen(true)] out PoolSlot<T>? slot)
+    private bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (Volatile.Read(ref _waitersOrDisposed) == 0 && _storage.TryTakeOwn(out slot)
-            && (_takeChecks == 0 || PassesTakeChecks(slot, keepBudgetIfInvalid: false)))
+        if (_waiters.IsQuietAndLive && _hints.CurrentOrNull is { } hints && hints.TryTake(_registry.Array, out slot))
         {
+            // Refused (retired or invalid, and discarded): the slow path looks further.
+            return TryAccept(slot, hints, hinted: true);
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>
+    /// Ends a rental whose return the caller has claimed: cleans the object up and stores it, or
+    /// discards it if it is retired or the pool is disposed.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void EndRental(PoolSlot<T> slot)
+    {
+        _hints.Current.CountReturned();
+        if (slot.IsRetired || _tracksIdleTime)
+        {
+            EndRentalSlow(slot);
+            return;
+        }
+
+        CleanUpOrDiscard(slot);
+        Store(slot);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void EndRentalSlow(PoolSlot<T> slot)
+    {
+        if (slot.IsRetired)
+        {
+            Discard(slot, PoolMetrics.DiscardReason.Expired);
+            return;
+        }
+
+        // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
+        Volatile.Write(ref slot.History!.IdleSince, 0);
+        CleanUpOrDiscard(slot);
+        Store(slot);
+    }
+
+    /// <summary>Makes a returning slot idle, then does what its publication owes: an entry, a waiter served, a discard after Dispose.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void Store(PoolSlot<T> slot)
+    {
+        slot.Publish();
+        if (slot.Stack is null || !_waiters.IsQuietAndLive)
+        {
+            AfterPublish(slot);
+        }
+    }
+
+    /// <summary>
+    /// Gives a slot just published an entry if it has none, then serves a waiter with it or discards it
+    /// after Dispose. Waiters and Dispose lock every idle stack after they announce themselves, and a
+    /// push locks one, so the read of their word after a push cannot miss them (see <see cref="TakeWaiters{T}"/>).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void AfterPublish(PoolSlot<T> slot)
+    {
+        if (slot.Stack is null)
+        {
+            _idleStacks.Push(slot);
+        }
+
+        if (_waiters.Count != 0)
+        {
+            bool unused = false;
+            _waiters.Serve(this, slot, scan: false, ref unused);
+        }
+
+        if (_waiters.IsDisposed && slot.TryClaimIdle())
+        {
+            Discard(slot, PoolMetrics.DiscardReason.Disposed);
+        }
+    }
+
+    /// <summary>
+    /// Takes any idle object or a new one, else waits until <paramref name="deadline"/>
+    /// (<see cref="long.MaxValue"/>: for ever). Returns <see langword="null"/> on timeout.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private PoolSlot<T>? TakeSlotSlow(long start, long deadline)
+    {
+        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+        {
+            return slot;
+        }
+
+        if (deadline <= start || TrySpinTake(deadline, out slot))
+        {
+            return slot;
+        }
+
+        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start, NewDisposedException);
+        bool completed;
+        try
+        {
+            completed = waiter.WaitForCompletion(deadline);
+        }
+        catch (ThreadInterruptedException)
+        {
+            Abandon(waiter);
+            throw;
+        }
+
+        if (!completed && _waiters.TryCancel(waiter, CancellationToken.None))
+        {
+            PoolMetrics.TimedOut(_name);
+            return null;
+        }
+
+        return Accept(waiter, waiter.Task.GetAwaiter().GetResult());
+    }
+
+    /// <summary>
+    /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
+    /// turns up with no waiter queued. Only a thread that is about to block does this.
+    /// </summary>
+    /// <remarks>
+    /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
+    /// mid-rental. Blocking then makes every later release a hand-over to a sleeping thread, and
+    /// new takers must queue behind it, so the pool runs at the rate of thread wake-ups (a convoy).
+    /// A spinner is not a waiter, and takes only when no waiter is queued, so fairness is kept.
+    /// </remarks>
+    private bool TrySpinTake(long deadline, [NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        // SpinWait sleeps now and then, so an interrupt may end the spin, as it would any blocking
+        // take; nothing is held between rounds, so nothing is left behind.
+        var spinner = new SpinWait();
+        for (int i = 0; i < SpinRoundsBeforeWaiting && Stopwatch.GetTimestamp() < deadline; i++)
+        {
+            spinner.SpinOnce(sleep1Threshold: -1);
+            if (TryTakeWithoutWaiting(out slot))
+            {
+                return true;
+            }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
+    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        ThrowIfDisposed();
+        ThreadHints hints = _hints.Current;
+        while (_waiters.IsQuietAndLive)
+        {
+            bool unused = false;
+            if (hints.TryTake(_registry.Array, out slot))
+            {
+                if (TryAccept(slot, hints, hinted: true))
+                {
+                    return true;
+                }
+            }
+            else if (_idleStacks.TryTake(out slot, lookEverywhere: false, ref unused))
+            {
+                if (TryAccept(slot, hints, hinted: false))
+                {
+                    return true;
+                }
+            }
+            else if (_allocationBudget.TryTake())
+            {
+                slot = CreateRentedSlot(hints);
+                return true;
+            }
+            else
+            {
+                break;
+            }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ValueTask<PoolSlot<T>> TakeSlotSlowAsync(CancellationToken cancellationToken)
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<PoolSlot<T>>(cancellationToken);
+        }
+
+        try
+        {
+            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+            {
+                return new ValueTask<PoolSlot<T>>(slot);
+            }
+
+            return new ValueTask<PoolSlot<T>>(WaitAsync(_waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException), cancellationToken));
+        }
+        catch (Exception failure)
+        {
+            return ValueTask.FromException<PoolSlot<T>>(failure);
+        }
+    }
+
+    private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, CancellationToken cancellationToken)
+    {
+        CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
+            static (state, token) =>
+            {
+                var waiter = (TakeWaiters<T>.Waiter)state!;
+                waiter.Queue.TryCancel(waiter, token);
+            },
+            waiter);
+
+        PoolSlot<T>? handedOver;
+        try
+        {
+            handedOver = await waiter.Task.ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            PoolMetrics.TimedOut(_name);
+            throw;
+        }
+        finally
+        {
+            // Unregister, not Dispose: Dispose may wait (and so meet an interrupt) for a callback
+            // running elsewhere, after the hand-over; a late callback finds the waiter unlinked and does nothing.
+            registration.Unregister();
+        }
+
+        return Accept(waiter, handedOver);
+    }
+
+    /// <summary>Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted unit of the cap.</summary>
+    private PoolSlot<T> Accept(TakeWaiters<T>.Waiter waiter, PoolSlot<T>? handedOver)
+    {
+        PoolMetrics.Waited(_name, waiter.StartTimestamp);
+        ThreadHints hints = _hints.Current;
+        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true, counted: true))
+        {
+            return handedOver;
+        }
+
+        // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
+        if (_waiters.IsDisposed)
+        {
+            hints.CountReturned();
+            ReturnUnit();
+            ThrowDisposed();
+        }
+
+        return CreateRentedSlot(hints, counted: true);
+    }
+
+    /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
+    private void Abandon(TakeWaiters<T>.Waiter waiter)
+    {
+        if (_waiters.TryCancel(waiter, CancellationToken.None) || !waiter.Task.IsCompletedSuccessfully)
+        {
+            return;
+        }
+
+        // Served in between: a waiter is unlinked only together with its completion.
+        _hints.Current.CountReturned();
+        if (waiter.Task.Result is { } slot)
+        {
+            bool returning = slot.TryBeginReturn();
+            Debug.Assert(returning, "A slot handed over is rented to its waiter.");
+            Store(slot);
+        }
+        else
+        {
+            ReturnUnit();
+        }
+    }
+
+    /// <summary>
+    /// What a take owes for an idle slot it has claimed: a retired or invalid object is discarded (and
+    /// this returns <see langword="false"/>); otherwise the rental is counted, hinted and tracked.
+    /// </summary>
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="hints">The calling thread's hints.</param>
+    /// <param name="hinted">Whether the slot came from those hints, so needs no new one.</param>
+    /// <param name="keepUnit">
+    /// Whether a refused object's place under the cap stays with the caller, who makes a new object
+    /// with it (a waiter that was handed the object), instead of going back to the pool.
+    /// </param>
+    /// <param name="counted">Whether the take was counted already (by whoever handed the slot over).</param>
+    private bool TryAccept(PoolSlot<T> slot, ThreadHints hints, bool hinted, bool keepUnit = false, bool counted = false)
+    {
+        if (slot.IsRetired)
+        {
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
+            return false;
+        }
+
+        bool valid;
+        try
+        {
+            valid = Validate(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            if (counted)
+            {
+                hints.CountReturned();
+            }
+
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            throw;
+        }
+
+        if (!valid)
+        {
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
+            return false;
+        }
+
+        if (!hinted)
+        {
+            hints.Hint(slot.Index, _maxHints);
+        }
+
+        if (!counted)
+        {
+            hints.CountTaken();
+        }
+
+        if (_tracksRentals)
+        {
+            _maintenance!.BeginRental(slot);
+        }
+
+        return true;
+    }
+
+    /// <summary>Runs <see cref="CleanUp"/> on a returning slot; if it throws, discards the slot and rethrows.</summary>
+    private void CleanUpOrDiscard(PoolSlot<T> slot)
+    {
+        try
+        {
+            CleanUp(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            throw;
+        }
+    }
+
+    private T Construct() =>
+        ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+
+    /// <summary>Makes an object and its slot, rented, with one unit of the cap the caller already holds.</summary>
+    private PoolSlot<T> CreateSlot()
+    {
+        int clears = Volatile.Read(ref _clears);
+        T @object;
+        try
+        {
+            @object = Construct();
+        }
+        catch
+        {
+            ReturnUnit();
+            throw;
+        }
+
+        var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() };
+        _registry.Add(slot);
+
+        // A Clear that ran while the object was made did not see it: it goes as if seen.
+        if (Volatile.Read(ref _clears) != clears)
+        {
+            slot.Retire();
+        }
+
+        try
+        {
+            HoldSlotInObject(@object, slot);
+        }
+        catch (Exception failure)
+        {
+            // Never counted as created, so not counted as discarded either.
+            DiscardAfterFailure(slot, failure, reason: null);
+            throw;
+        }
+
+        PoolMetrics.Created(_name);
+        return slot;
+    }
+
+    /// <summary>Makes an object for a taker with one unit of the cap the caller already holds, and starts its rental.</summary>
+    private PoolSlot<T> CreateRentedSlot(ThreadHints hints, bool counted = false)
+    {
+        PoolSlot<T> slot;
+        try
+        {
+            slot = CreateSlot();
+        }
+        catch when (counted)
+        {
+            hints.CountReturned();
+            throw;
+        }
+
+        hints.Hint(slot.Index, _maxHints);
+        if (!counted)
+        {
+            hints.CountTaken();
+        }
+
+        if (_tracksRentals)
+        {
+            _maintenance!.BeginRental(slot);
+        }
+
+        return slot;
+    }
+
+    /// <summary>
+    /// Disposes the object of a slot the caller owns (rented or returning, never idle) and, unless
+    /// <paramref name="returnUnit"/> is <see langword="false"/>, gives its place under the cap back,
+    /// even if the object's Dispose throws.
+    /// </summary>
+    /// <param name="slot">The slot.</param>
+    /// <param name="reason">Why, for the discarded-objects counter; <see langword="null"/> for an object never counted as created.</param>
+    /// <param name="returnUnit">Whether the place under the cap goes back to the pool, or stays with the caller.</param>
+    private void Discard(PoolSlot<T> slot, PoolMetrics.DiscardReason? reason, bool returnUnit = true)
+    {
+        slot.MarkDiscarded();
+        IdleSlotStacks<T>.Remove(slot);
+        _registry.Remove(slot);
+        if (reason is { } counted)
+        {
+            PoolMetrics.Discarded(_name, counted);
+        }
+
+        try
+        {
+            (slot.Object as IDisposable)?.Dispose();
+        }
+        finally
+        {
+            if (returnUnit)
+            {
+                ReturnUnit();
+            }
+        }
+    }
+
+    /// <summary>
+    /// Discards a slot whose object just failed in user code with <paramref name="failure"/>, which
+    /// the caller rethrows; if the object's Dispose throws too, both leave together instead.
+    /// </summary>
+    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure, PoolMetrics.DiscardReason? reason)
+    {
+        try
+        {
+            Discard(slot, reason);
+        }
+        catch (Exception disposeFailure)
+        {
+            throw new AggregateException(failure, disposeFailure);
+        }
+    }
+
+    /// <summary>
+    /// Discards an idle object a take refused (invalid or retired). A taker that keeps the place under
+    /// the cap gives it back after all if the object's Dispose throws, since that exception ends the take.
+    /// </summary>
+    private void DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepUnit)
+    {
+        try
+        {
+            Discard(slot, reason, returnUnit: !keepUnit);
+        }
+        catch (Exception) when (keepUnit)
+        {
+            ReturnUnit();
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// Discards idle objects beyond <paramref name="keep"/>: all, the retired ones, or those seen idle
+    /// since <paramref name="idleSince"/>; each claimed first, so a concurrent take gets it or nothing.
+    /// Every object is disposed even if some throw; then the failures are rethrown, or dropped.
+    /// </summary>
+    private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, bool throwFailures)
+    {
+        int excess = keep == 0 ? int.MaxValue : AvailableCount - keep;
+        int discarded = 0;
+        bool sawReturning = false;
+        List<Exception>? failures = null;
+        for (int pass = 0; pass < 2 && excess > 0; pass++)
+        {
+            foreach (PoolSlot<T>? slot in _registry.Slots)
+            {
+                if (excess <= 0)
+                {
+                    break;
+                }
+
+                sawReturning |= slot is { IsReturning: true };
+
+                // Retired is never cleared, so a slot read retired is still retired once claimed.
+                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired)
+                    || (idleSince is { } limit && slot.History is { IdleSince: var stamp } && (stamp == 0 || stamp > limit))
+                    || !slot.TryClaimIdle())
+                {
+                    continue;
+                }
+
+                excess--;
+                discarded++;
+                try
+                {
+                    Discard(slot, reason == PoolMetrics.DiscardReason.Trimmed && !retiredOnly && slot.IsRetired ? PoolMetrics.DiscardReason.Expired : reason);
+                }
+                catch (Exception failure)
+                {
+                    (failures ??= []).Add(failure);
+                }
+            }
+
+            // Dispose must meet the slots whose publication it may not have seen yet; after the barrier
+            // it sees them idle, or their releasers see the pool disposed and discard them themselves.
+            if (reason != PoolMetrics.DiscardReason.Disposed || !sawReturning)
+            {
+                break;
+            }
+
+            Interlocked.MemoryBarrierProcessWide();
+            excess = int.MaxValue;
+        }
+
+        if (failures is not null && throwFailures)
+        {
+            ThrowDisposeFailures(failures);
+        }
+
+        return discarded;
+    }
+
+    private void ReturnUnit()
+    {
+        _allocationBudget.Release();
+
+        // The release was a full fence: a waiter that queued before it is seen here and gets the unit.
+        if (_waiters.Count != 0)
+        {
+            bool unused = false;
+            _waiters.Serve(this, released: null, scan: false, ref unused);
+        }
+    }
+
+    // What is claimed for a waiter counts as taken from here, so that AvailableCount never counts it
+    // idle on its way over; the waiter counts it returned if it refuses or abandons it.
+    bool TakeWaiters<T>.ISupply.TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
+    {
+        if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
+            || (scan && _idleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning)))
+        {
+            _hints.Current.CountTaken();
             return true;
         }
 
@@ -355,20 +1083,26 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         return false;
     }
 
+    bool TakeWaiters<T>.ISupply.TryTakeUnit()
+    {
+        if (!_allocationBudget.TryTake())
+        {
+            return false;
+        }
+
+        _hints.Current.CountTaken();
+        return true;
+    }
+
     private void ThrowIfDisposed()
     {
-        if (Volatile.Read(ref _disposed) != 0)
+        if (_waiters.IsDisposed)
         {
             ThrowDisposed();
         }
     }
 
-    /// <summary>Gets whether the concrete pool type overrides one of this class's non-public virtual methods taking a <typeparamref name="T"/>.</summary>
-    private bool Overrides(string method) =>
-        GetType().GetMethod(method, BindingFlags.Instance | BindingFlags.NonPublic, [typeof(T)])?.DeclaringType != typeof(Pool<T>);
-
-    /// <summary>Gets an option's name as an argument exception names it.</summary>
-    private static string OptionName(string option) => $"options.{option}";
+    private ObjectDisposedException NewDisposedException() => new(GetType().FullName);
 
     /// <summary>Checks the cap given to the constructor that takes only it, under that parameter's name.</summary>
     private static PoolOptions ValidMaxCapacity(int maxCapacity)
@@ -391,7 +1125,26 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     }
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private void ThrowDisposed() => throw new ObjectDisposedException(GetType().FullName);
+    private static void ThrowDisposeFailures(List<Exception> failures)
+    {
+        if (failures.Count == 1)
+        {
+            ExceptionDispatchInfo.Throw(failures[0]);
+        }
+
+        throw new AggregateException(failures);
+    }
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowDisposed() => throw NewDisposedException();
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowForeignSlot(string paramName) =>
+        throw new ArgumentException("The slot belongs to another pool.", paramName);
+
+    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowSlotAlreadyReturned() =>
+        throw new InvalidOperationException("The slot was already returned: it was released or disposed twice, or rented again since.");
 
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowTimeoutOutOfRange(string paramName) =>

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -10,45 +11,50 @@ namespace PoolLib;
 /// <typeparam name="T">The pooled type.</typeparam>
 /// <remarks>
 /// <para>
-/// A slot knows its pool and whether it is in the pool or out of it. Disposing the slot returns it
-/// to its pool, exactly like <see cref="Pool{T}.Release(PoolSlot{T})"/>; returning it a second time
-/// throws <see cref="InvalidOperationException"/> and changes nothing.
+/// Disposing the slot returns it to its pool, exactly like <see cref="Pool{T}.Release(PoolSlot{T})"/>;
+/// returning it while it is back in the pool throws <see cref="InvalidOperationException"/> and
+/// changes nothing, even when several threads race to return it. A handle kept past its release and
+/// used after the object was rented again cannot be told from the new renter's; <see cref="Rental"/>
+/// with <see cref="Pool{T}.Release(PoolSlot{T}, int)"/> catches that.
 /// </para>
-/// <para>
-/// Thread safety: <see cref="Object"/> may be read from any thread. <see cref="Dispose"/> may race
-/// with another <see cref="Dispose"/> or release of the same slot: exactly one of them returns it,
-/// the others throw. Using <see cref="Object"/> after the slot went back is a bug the slot cannot
-/// detect: the object may already belong to another renter.
-/// </para>
+/// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
 public sealed class PoolSlot<T> : IDisposable where T : class
 {
-    // The states of _state, in its low bits: Rented -> Returning -> Idle -> Rented ... (a pool
-    // without a clean-up goes from Rented to Idle at once), and once, from any of them, -> Discarded.
-    // Retired is a flag on top: set by Clear or the lifetime sweep, it makes the next take or release
-    // discard the object. Invariant: every change of _state but the last is a compare-and-swap from
-    // the value its maker read, so of any number of threads racing for one step (releasers, takers,
-    // a thread that discards) exactly one wins it and owns the slot until its next step; the owner
-    // alone makes the last, to Discarded.
-    internal const int Rented = 0;
-    internal const int Returning = 1;
-    internal const int Idle = 2;
-    internal const int Discarded = 3;
-    internal const int Retired = 4;
-    private const int StateMask = 3;
+    // Bits of _state: the phase in the low two, the rental number above them. A take goes from Idle to
+    // Rented and counts one more rental; a release from Rented to Returning (its claim) and then, once
+    // CleanUp has run, to Idle; whoever owns the slot may end it in Discarded. Invariant: every change
+    // but Returning -> Idle and -> Discarded is a compare-and-swap from the value its maker read, so of
+    // any number of racing threads exactly one wins each step and owns the slot until its next one.
+    private const int Rented = 0;
+    private const int Returning = 1;
+    private const int Idle = 2;
+    private const int Discarded = 3;
+    private const int PhaseMask = 3;
+    private const int OneRental = 4;
 
     private readonly Pool<T> _owner;
     private readonly T _object;
-    private int _state;
+    private int _state = Rented + OneRental;
 
-    // Written under the pool's registry lock when the slot is registered; see SlotStorage.
+    // Set once, by Clear or the lifetime sweep: the object goes at its next take or release.
+    private volatile bool _retired;
+
+    // The idle stack that holds an entry for this slot, or null: written only under that stack's lock,
+    // with a fence, so that a releaser who reads null after publishing knows to push (see IdleSlotStacks).
+    private IdleSlotStack<T>? _stack;
+
+    // Links of the stack's list, guarded by its lock.
+    internal PoolSlot<T>? StackNewer;
+    internal PoolSlot<T>? StackOlder;
+
+    // Where the registry keeps the slot; written under the registry's lock, read as a hint.
     internal int Index;
 
     // What the pool's time-based options track per object; null while every such option is off.
     internal SlotHistory? History;
 
-    // After the fields above: slots that different threads use never share a cache line, or the
-    // pair of lines x64 prefetches together, wherever the allocator puts them.
+    // After the fields above: slots that different threads use never share a cache line.
 #pragma warning disable CS0169 // Never read: it only takes up room.
     private CacheLinePadding _padding;
 #pragma warning restore CS0169
@@ -57,20 +63,31 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     {
         _owner = owner;
         _object = @object;
-        _state = Rented;
     }
 
     /// <summary>Gets the pooled object this slot holds.</summary>
     public T Object => _object;
 
+    /// <summary>
+    /// Gets the number of the slot's current rental: it changes each time the object is taken. Read it
+    /// right after the take and pass it to <see cref="Pool{T}.Release(PoolSlot{T}, int)"/>, so that a
+    /// release made with a handle kept from an earlier rental throws instead of returning someone else's.
+    /// </summary>
+    public int Rental => Volatile.Read(ref _state) >>> 2;
+
     internal Pool<T> Owner => _owner;
 
+    internal bool IsIdle => (Volatile.Read(ref _state) & PhaseMask) == Idle;
 
-    internal bool IsIdle => (Volatile.Read(ref _state) & StateMask) == Idle;
+    internal bool IsRented => (Volatile.Read(ref _state) & PhaseMask) == Rented;
 
-    internal bool IsRented => (Volatile.Read(ref _state) & StateMask) == Rented;
+    internal bool IsReturning => (Volatile.Read(ref _state) & PhaseMask) == Returning;
 
-    internal bool IsRetired => (Volatile.Read(ref _state) & Retired) != 0;
+    internal bool IsDiscarded => (Volatile.Read(ref _state) & PhaseMask) == Discarded;
+
+    internal bool IsRetired => _retired;
+
+    internal IdleSlotStack<T>? Stack => Volatile.Read(ref _stack);
 
     /// <summary>Returns this slot to the pool it came from.</summary>
     /// <exception cref="InvalidOperationException">The slot is already back in its pool.</exception>
@@ -89,71 +106,49 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// </remarks>
     public void Discard() => _owner.DiscardRental(this);
 
-    /// <summary>Takes an idle slot that is not retired; the fast path of a take.</summary>
-    internal bool TryClaimIdle() => Interlocked.CompareExchange(ref _state, Rented, Idle) == Idle;
-
-    /// <summary>Takes an idle slot, retired or not; the caller checks <see cref="IsRetired"/> and discards a retired one.</summary>
-    internal bool TryClaimAnyIdle() => TryMove(Idle, Rented);
-
-    /// <summary>Claims the right to return a rented slot that is not retired; only one caller can win it per rental.</summary>
-    internal bool TryBeginReturn() => Interlocked.CompareExchange(ref _state, Returning, Rented) == Rented;
-
-    /// <summary>
-    /// Makes a rented slot that is not retired idle at once, for a pool with no clean-up to run;
-    /// only one caller can win it per rental, and the swap orders what follows it after the publication.
-    /// </summary>
-    internal bool TryReturnIdle() => Interlocked.CompareExchange(ref _state, Idle, Rented) == Rented;
-
-    /// <summary>Claims the right to return a rented slot, retired or not; the caller checks <see cref="IsRetired"/>.</summary>
-    internal bool TryBeginAnyReturn() => TryMove(Rented, Returning);
-
-    /// <summary>
-    /// Makes a returning slot idle, unless it was retired meanwhile (the caller then discards it);
-    /// the swap orders what follows it after the publication.
-    /// </summary>
-    internal bool TryPublish() => Interlocked.CompareExchange(ref _state, Idle, Returning) == Returning;
-
-    /// <summary>Sets <see cref="Retired"/> unless the slot is discarded or retired already.</summary>
-    internal void Retire()
+    /// <summary>Takes an idle slot, counting a new rental; the caller checks <see cref="IsRetired"/>.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    internal bool TryClaimIdle()
     {
         int state = Volatile.Read(ref _state);
-        while ((state & StateMask) != Discarded && (state & Retired) == 0)
-        {
-            int seen = Interlocked.CompareExchange(ref _state, state | Retired, state);
-            if (seen == state)
-            {
-                return;
-            }
+        return (state & PhaseMask) == Idle
+            && Interlocked.CompareExchange(ref _state, state + (OneRental - Idle + Rented), state) == state;
+    }
 
-            state = seen;
-        }
+    /// <summary>Claims the right to return the slot in its current rental, or in rental <paramref name="rental"/> only.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    internal bool TryBeginReturn(int rental = -1)
+    {
+        int state = Volatile.Read(ref _state);
+        return (state & PhaseMask) == Rented && (rental < 0 || state >>> 2 == rental)
+            && Interlocked.CompareExchange(ref _state, state + Returning, state) == state;
     }
 
     /// <summary>
-    /// Moves the slot from state <paramref name="from"/> to <paramref name="to"/>, keeping the
-    /// <see cref="Retired"/> flag; a swap that fails only because the flag was set meanwhile is retried.
+    /// Makes a returning slot idle. A plain store: only the returning thread writes a returning slot,
+    /// and whoever must not miss the publication fences on its own side (see IdleSlotStacks, TakeWaiters).
     /// </summary>
-    private bool TryMove(int from, int to)
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    internal void Publish()
     {
-        int state = Volatile.Read(ref _state);
-        while ((state & StateMask) == from)
-        {
-            int seen = Interlocked.CompareExchange(ref _state, (state & Retired) | to, state);
-            if (seen == state)
-            {
-                return true;
-            }
-
-            state = seen;
-        }
-
-        return false;
+        Debug.Assert(IsReturning);
+        Volatile.Write(ref _state, _state + (Idle - Returning));
     }
 
-    /// <summary>Marks a slot the caller owns (one it took or is returning) gone for good.</summary>
+    /// <summary>Marks the object for discarding at its next take or release.</summary>
+    internal void Retire() => _retired = true;
+
+    /// <summary>Marks a slot the caller owns (rented or returning) gone for good; a full fence.</summary>
     internal void MarkDiscarded()
     {
-        Debug.Assert((_state & StateMask) is Rented or Returning, "Only the owner of a rented or returning slot discards it.");
-        Volatile.Write(ref _state, Discarded);
+        int state = _state;
+        Debug.Assert((state & PhaseMask) is Rented or Returning, "Only the owner of a rented or returning slot discards it.");
+        Interlocked.Exchange(ref _state, (state & ~PhaseMask) | Discarded);
     }
+
+    /// <summary>Records which stack holds the slot's entry; only a holder of that stack's lock calls it.</summary>
+    internal bool TrySetStack(IdleSlotStack<T> stack) => Interlocked.CompareExchange(ref _stack, stack, null) is null;
+
+    /// <summary>Says no stack holds the slot's entry; only a holder of that stack's lock calls it. A full fence.</summary>
+    internal void ClearStack() => Interlocked.Exchange(ref _stack, null);
 }

@@ -7,7 +7,7 @@ internal sealed class FactoryPool<T> : Pool<T> where T : class
     private readonly Action<T>? _cleanUp;
 
     public FactoryPool(PoolOptions options, Func<T> factory, Action<T>? cleanUp)
-        : base(options, defaultName: $"Pool<{DisplayName(typeof(T))}>", cleansUp: cleanUp is not null)
+        : base(options, defaultName: $"Pool<{DisplayName(typeof(T))}>")
     {
         _factory = factory;
         _cleanUp = cleanUp;

@@ -1,0 +1,145 @@
+using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
+
+namespace PoolLib.Internal;
+
+/// <summary>
+/// One partition of <see cref="IdleSlotStacks{T}"/>: a list of slot entries, newest first, under a
+/// lock. An entry may outlive the idleness that put it there (its slot was since taken through a
+/// thread's hints): a taker that meets such a stale entry drops it, and the slot's next release,
+/// finding no entry, pushes a new one. So each push is popped at most once.
+/// </summary>
+internal sealed class IdleSlotStack<T> where T : class
+{
+    // Uninterruptible: a holder may be halfway through unlinking a slot it has claimed.
+    private readonly UninterruptibleLock _lock = new();
+
+    // Guarded by _lock. Every slot in the list has Stack == this, and no other slot has.
+    private PoolSlot<T>? _newest;
+    private int _count;
+
+#pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
+    private CacheLinePadding _padding;
+#pragma warning restore CS0169
+
+    /// <summary>Gets how many entries the list holds, stale ones included; read without the lock, a snapshot.</summary>
+    public int Count => Volatile.Read(ref _count);
+
+    /// <summary>Adds an entry for a slot just made idle, unless another stack already holds one.</summary>
+    public void Push(PoolSlot<T> slot)
+    {
+        using (_lock.EnterScope())
+        {
+            if (!slot.TrySetStack(this))
+            {
+                return;
+            }
+
+            LinkNewest(slot);
+        }
+
+        // Whoever claimed the slot meanwhile may have discarded it before the entry existed: both sides
+        // fence (TrySetStack here, MarkDiscarded there), so one of them sees the other and unlinks it.
+        if (slot.IsDiscarded)
+        {
+            Remove(slot);
+        }
+    }
+
+    /// <summary>
+    /// Claims the newest idle slot, retired or not, dropping stale entries on the way; keeps the
+    /// entries of slots still being returned, and says whether it met one.
+    /// </summary>
+    /// <remarks>
+    /// Invariant kept: every idle slot has an entry. An entry is unlinked and its mark cleared (a full
+    /// fence) before the slot's phase is read, and a releaser reads the mark after it publishes: so
+    /// either this sees the publication, or the releaser sees no entry and pushes one. A slot still
+    /// returning may have published already, unseen: it gets its entry back, newest, unless its
+    /// releaser has pushed one meanwhile.
+    /// </remarks>
+    public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
+    {
+        using (_lock.EnterScope())
+        {
+            PoolSlot<T>? entry = _newest;
+            while (entry is not null)
+            {
+                PoolSlot<T>? older = entry.StackOlder;
+                Unlink(entry);
+                entry.ClearStack();
+                if (entry.TryClaimIdle())
+                {
+                    slot = entry;
+                    return true;
+                }
+
+                if (entry.IsReturning && entry.TrySetStack(this))
+                {
+                    // Discarded meanwhile by its releaser, who fenced and may have read no stack: drop it here.
+                    if (entry.IsDiscarded)
+                    {
+                        entry.ClearStack();
+                    }
+                    else
+                    {
+                        LinkNewest(entry);
+                        sawReturning = true;
+                    }
+                }
+
+                entry = older;
+            }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Removes a slot's entry, if this stack still holds it.</summary>
+    public void Remove(PoolSlot<T> slot)
+    {
+        using (_lock.EnterScope())
+        {
+            if (slot.Stack == this)
+            {
+                slot.ClearStack();
+                Unlink(slot);
+            }
+        }
+    }
+
+    private void LinkNewest(PoolSlot<T> slot)
+    {
+        Debug.Assert(_lock.IsHeldByCurrentThread && slot.StackNewer is null && slot.StackOlder is null);
+        slot.StackOlder = _newest;
+        if (_newest is not null)
+        {
+            _newest.StackNewer = slot;
+        }
+
+        _newest = slot;
+        _count++;
+    }
+
+    private void Unlink(PoolSlot<T> slot)
+    {
+        Debug.Assert(_lock.IsHeldByCurrentThread);
+        if (slot.StackNewer is { } newer)
+        {
+            newer.StackOlder = slot.StackOlder;
+        }
+        else
+        {
+            _newest = slot.StackOlder;
+        }
+
+        if (slot.StackOlder is { } older)
+        {
+            older.StackNewer = slot.StackNewer;
+        }
+
+        slot.StackNewer = null;
+        slot.StackOlder = null;
+        _count--;
+    }
+}

@@ -1,0 +1,243 @@
+using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
+
+namespace PoolLib.Internal;
+
+/// <summary>
+/// The takers of one pool waiting for an object, served first-come first-served, and the word every
+/// take and release reads to know whether any wait (or whether the pool is disposed).
+/// </summary>
+/// <remarks>
+/// Protocol. A waiter queues (incrementing the word, a full fence) and then looks for an idle slot
+/// itself, locking every idle stack. A releaser publishes its slot with a plain store, makes sure it
+/// has an entry (pushing under a stack's lock if not), then reads the word and serves the queue when
+/// it is not zero. A waiter that locks a stack after a push sees it; one that locked it before was
+/// seen by the pusher. A publication without a push may be read late: a waiter that passed such a slot
+/// still returning runs a process-wide barrier and looks again, after which the slot is either seen
+/// idle or its releaser sees the waiter. So no slot sits idle while a waiter sleeps.
+/// Completion. A waiter is completed only under the lock, together with its unlinking, so "linked"
+/// means "not completed": a hand-over never races a cancellation, and a cancelled waiter leaves nothing.
+/// </remarks>
+internal sealed class TakeWaiters<T> where T : class
+{
+    private const int DisposedFlag = 1 << 30;
+
+    // Guarded by _lock: the takers waiting, oldest first.
+    private readonly LinkedList<Waiter> _queue = new();
+
+    // Uninterruptible: every holder is halfway through something that must finish (a waiter linked
+    // but not yet served, a slot claimed but not yet handed over).
+    private readonly UninterruptibleLock _lock = new();
+
+    // _queue.Count, plus DisposedFlag once the pool is disposed. Written with Interlocked (under _lock
+    // for the count); read without it by every take and every publication.
+    private int _word;
+
+    /// <summary>Gets whether no taker waits and the pool is not disposed: the fast paths' one check.</summary>
+    public bool IsQuietAndLive => Volatile.Read(ref _word) == 0;
+
+    /// <summary>Gets how many takers wait.</summary>
+    public int Count => Volatile.Read(ref _word) & ~DisposedFlag;
+
+    /// <summary>Gets whether the pool is disposed.</summary>
+    public bool IsDisposed => (Volatile.Read(ref _word) & DisposedFlag) != 0;
+
+    /// <summary>
+    /// Marks the pool disposed, so that the fast paths of every later take and publication come to the
+    /// slow ones, and fails every waiter. Returns <see langword="false"/> if it was already disposed.
+    /// </summary>
+    public bool TryDispose(Func<Exception> failure)
+    {
+        if ((Interlocked.Or(ref _word, DisposedFlag) & DisposedFlag) != 0)
+        {
+            return false;
+        }
+
+        using (_lock.EnterScope())
+        {
+            while (_queue.First is { } node)
+            {
+                Unlink(node);
+                node.Value.Fail(failure());
+            }
+        }
+
+        return true;
+    }
+
+    /// <summary>Queues a taker, then serves the queue once, in case what it waits for is already there.</summary>
+    /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
+    public Waiter Enqueue(ISupply supply, long startTimestamp, Func<Exception> disposed)
+    {
+        var waiter = new Waiter(this, startTimestamp);
+        using (_lock.EnterScope())
+        {
+            // TryDispose fails the queue after it sets its flag: a waiter linked after that would never be woken.
+            if (IsDisposed)
+            {
+                throw disposed();
+            }
+
+            _queue.AddLast(waiter.Node);
+            Interlocked.Increment(ref _word);
+        }
+
+        bool sawReturning = false;
+        Serve(supply, released: null, scan: true, ref sawReturning);
+        if (sawReturning && waiter.Node.List is not null)
+        {
+            // A slot passed over as still returning may be idle already, its publication not yet seen:
+            // after the barrier, it is seen idle, or its releaser sees this waiter.
+            Interlocked.MemoryBarrierProcessWide();
+            Serve(supply, released: null, scan: true, ref sawReturning);
+        }
+
+        return waiter;
+    }
+
+    /// <summary>Hands idle slots, then units of the cap, to the waiters in arrival order, while there are any.</summary>
+    /// <param name="supply">Where slots and units come from.</param>
+    /// <param name="released">A slot the caller has just made idle, tried first; another thread may have taken it already.</param>
+    /// <param name="scan">
+    /// Whether to look for idle slots in every idle stack. Only a new waiter needs to: while one is
+    /// queued, every slot made idle is served by its releaser, so the others bring their own.
+    /// </param>
+    /// <param name="sawReturning">Set when the scan passed over a slot still being returned.</param>
+    public void Serve(ISupply supply, PoolSlot<T>? released, bool scan, ref bool sawReturning)
+    {
+        using (_lock.EnterScope())
+        {
+            while (_queue.First is { } node)
+            {
+                if (supply.TryClaimIdle(released, scan, out PoolSlot<T>? slot, ref sawReturning))
+                {
+                    released = null;
+                    Unlink(node);
+                    node.Value.Complete(slot);
+                }
+                else if (supply.TryTakeUnit())
+                {
+                    Unlink(node);
+                    node.Value.Complete(null);
+                }
+                else
+                {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// <summary>Cancels a waiter that has not been served; <see langword="false"/> if it already was.</summary>
+    public bool TryCancel(Waiter waiter, CancellationToken cancellationToken)
+    {
+        using (_lock.EnterScope())
+        {
+            if (waiter.Node.List is null)
+            {
+                return false;
+            }
+
+            Unlink(waiter.Node);
+            waiter.Cancel(cancellationToken);
+            return true;
+        }
+    }
+
+    private void Unlink(LinkedListNode<Waiter> node)
+    {
+        Debug.Assert(_lock.IsHeldByCurrentThread);
+        _queue.Remove(node);
+        Interlocked.Decrement(ref _word);
+    }
+
+    /// <summary>What the queue hands out: idle slots and units of the pool's cap.</summary>
+    public interface ISupply
+    {
+        /// <summary>Claims for a waiter <paramref name="released"/> if it is still idle, else, when <paramref name="scan"/> says so, any idle slot.</summary>
+        bool TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning);
+
+        /// <summary>Takes a unit of the cap for a waiter, to make an object with.</summary>
+        bool TryTakeUnit();
+    }
+
+    /// <summary>One taker waiting; its result is a slot handed over, or <see langword="null"/>: a unit of the cap.</summary>
+    /// <remarks>
+    /// Completing it never throws and never runs the taker's code: continuations run asynchronously,
+    /// and a synchronous taker sleeps on <see cref="_signal"/>, whose pulse an interrupt on the
+    /// completing thread cannot stop halfway (a task's own blocking wait can throw there).
+    /// </remarks>
+    public sealed class Waiter : TaskCompletionSource<PoolSlot<T>?>
+    {
+        private readonly UninterruptibleLock _signal = new();
+
+        public Waiter(TakeWaiters<T> queue, long startTimestamp)
+            : base(TaskCreationOptions.RunContinuationsAsynchronously)
+        {
+            Queue = queue;
+            StartTimestamp = startTimestamp;
+            Node = new LinkedListNode<Waiter>(this);
+        }
+
+        public TakeWaiters<T> Queue { get; }
+
+        /// <summary>Gets when the take began (<see cref="Stopwatch"/> units): the start of its timeout and of its wait time.</summary>
+        public long StartTimestamp { get; }
+
+        public LinkedListNode<Waiter> Node { get; }
+
+        public void Complete(PoolSlot<T>? handedOver)
+        {
+            bool completed = TrySetResult(handedOver);
+            Debug.Assert(completed, "A linked waiter is never completed.");
+            _signal.PulseAll();
+        }
+
+        public void Fail(Exception failure)
+        {
+            TrySetException(failure);
+            _signal.PulseAll();
+        }
+
+        public void Cancel(CancellationToken cancellationToken)
+        {
+            TrySetCanceled(cancellationToken);
+            _signal.PulseAll();
+        }
+
+        /// <summary>
+        /// Blocks until the waiter is completed or the deadline passes (<see cref="long.MaxValue"/>: never);
+        /// an interrupt ends it with <see cref="ThreadInterruptedException"/>.
+        /// </summary>
+        /// <param name="deadline">When to give up, in <see cref="Stopwatch"/> units.</param>
+        /// <returns>Whether the waiter is completed.</returns>
+        public bool WaitForCompletion(long deadline)
+        {
+            while (!Task.IsCompleted)
+            {
+                TimeSpan left = deadline == long.MaxValue ? Timeout.InfiniteTimeSpan : Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), deadline);
+                if (left <= TimeSpan.Zero && left != Timeout.InfiniteTimeSpan)
+                {
+                    return Task.IsCompleted;
+                }
+
+                if (left != Timeout.InfiniteTimeSpan && left < TimeSpan.FromMilliseconds(1))
+                {
+                    // Below the timer's resolution, a sleep would overshoot: yield until the deadline.
+                    Thread.Yield();
+                    continue;
+                }
+
+                lock (_signal)
+                {
+                    if (!Task.IsCompleted)
+                    {
+                        Monitor.Wait(_signal, left == Timeout.InfiniteTimeSpan ? Timeout.Infinite : (int)Math.Min(int.MaxValue, Math.Ceiling(left.TotalMilliseconds)));
+                    }
+                }
+            }
+
+            return true;
+        }
+    }
+}

@@ -1,0 +1,118 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
+
+namespace PoolLib.Internal;
+
+/// <summary>
+/// One thread's hints of the slots it took, as registry indices, tried first on its next takes, and
+/// its counts of takes and returns. Only the owner thread writes it; others read the counts.
+/// </summary>
+/// <remarks>
+/// The first <see cref="_ready"/> hints are slots taken before the hints were last made ready and not
+/// taken since; the rest, up to <see cref="_count"/>, were taken since. When none is ready, all are made
+/// ready again if the newest is back: a thread that returned its last take has most likely returned
+/// the others too, and one that still holds it (in a long rental) looks no further than that slot.
+/// </remarks>
+internal sealed class ThreadHints
+{
+    private const int InitialLength = 8;
+
+    private int[] _entries = new int[InitialLength];
+    private int _count;
+    private int _ready;
+
+    // Takes and returns this thread made, for the pool's idle count: read by any thread, written by the owner.
+    private long _taken;
+    private long _returned;
+
+#pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
+    private CacheLinePadding _padding;
+#pragma warning restore CS0169
+
+    /// <summary>Gets takes less returns by this thread: the objects it holds, or has handed to other threads to return.</summary>
+    public long Outstanding => Volatile.Read(ref _taken) - Volatile.Read(ref _returned);
+
+    /// <summary>Claims the newest ready hinted slot that is idle, retired or not (the caller checks), dropping stale hints on the way.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public bool TryTake<T>(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
+        where T : class
+    {
+        int ready = _ready;
+        bool renewing = ready == 0;
+        ready = (renewing ? _count : ready) - 1;
+        int[] entries = _entries;
+        if ((uint)ready < (uint)entries.Length && (uint)entries[ready] < (uint)slots.Length
+            && slots[entries[ready]] is { } newest && newest.TryClaimIdle())
+        {
+            _ready = ready;
+            slot = newest;
+            return true;
+        }
+
+        if (!renewing)
+        {
+            return TryTakeReady(slots, out slot);
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>Counts a take this thread made, wherever it found the object.</summary>
+    public void CountTaken() => _taken++;
+
+    /// <summary>Counts a rental this thread ended (released or discarded).</summary>
+    public void CountReturned() => _returned++;
+
+    /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>
+    /// <param name="index">The slot's registry index.</param>
+    /// <param name="maxLength">How many hints the thread may keep: more than the pool's cap would never help.</param>
+    public void Hint(int index, int maxLength)
+    {
+        int[] entries = _entries;
+        if (_count == entries.Length)
+        {
+            if (entries.Length < maxLength)
+            {
+                Array.Resize(ref entries, entries.Length * 2);
+                _entries = entries;
+            }
+            else
+            {
+                // Full: the older half goes, so that the newest hint is always the slot taken last.
+                int kept = entries.Length / 2;
+                Array.Copy(entries, entries.Length - kept, entries, 0, kept);
+                _ready = Math.Max(0, _ready - (entries.Length - kept));
+                _count = kept;
+            }
+        }
+
+        entries[_count++] = index;
+    }
+
+    /// <summary>
+    /// The rest of <see cref="TryTake"/>: the newest ready hint was stale (another thread holds its
+    /// slot, or it was discarded). Tries the other ready hints, newest first, dropping each
+    /// stale one: its place goes to the last hint, which is not ready.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool TryTakeReady<T>(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
+        where T : class
+    {
+        int[] entries = _entries;
+        while (_ready > 0)
+        {
+            int ready = --_ready;
+            if ((uint)entries[ready] < (uint)slots.Length && slots[entries[ready]] is { } candidate && candidate.TryClaimIdle())
+            {
+                slot = candidate;
+                return true;
+            }
+
+            entries[ready] = entries[--_count];
+        }
+
+        slot = null;
+        return false;
+    }
+}
