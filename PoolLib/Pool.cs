@@ -46,7 +46,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotRegistry<T> _registry = new();
-    private readonly ThreadHintTable _hints = new();
+    private readonly ThreadHintTable<T> _hints = new();
     private readonly IdleSlotStacks<T> _idleStacks = new();
     private readonly TakeWaiters<T> _waiters = new();
     private readonly PoolMaintenance<T>? _maintenance;
@@ -134,18 +134,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Adds up per-thread counts of takes and returns, so it costs a read per thread that has used the
-    /// pool, whatever the pool's size. Exact when no take or release is in flight; under concurrent use
-    /// a snapshot, from zero to <see cref="TotalCount"/>.
+    /// Costs a read per object that exists; no take or release pays to keep a count. Exact when no take
+    /// or release is in flight; under concurrent use a snapshot, never greater than <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount
-    {
-        get
-        {
-            int total = TotalCount;
-            return (int)Math.Clamp(total - _hints.Outstanding, 0, total);
-        }
-    }
+    public int AvailableCount => Math.Min(_registry.CountIdle(), TotalCount);
 
     /// <summary>Gets how many takers are waiting for an object.</summary>
     public int WaiterCount => _waiters.Count;
@@ -258,7 +250,23 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ThrowSlotAlreadyReturned();
         }
 
-        EndRental(slot);
+        if (slot.IsRetired || _tracksIdleTime)
+        {
+            EndRentalSlow(slot);
+            return;
+        }
+
+        try
+        {
+            CleanUp(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            throw;
+        }
+
+        Store(slot);
     }
 
     /// <summary>Returns a rented object to the pool, if it is still in the rental <paramref name="rental"/>.</summary>
@@ -498,7 +506,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ThrowSlotAlreadyReturned();
         }
 
-        _hints.Current.CountReturned();
         Discard(slot, _waiters.IsDisposed ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
     }
 
@@ -512,11 +519,33 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         if (_waiters.IsQuietAndLive && _hints.CurrentOrNull is { } hints && hints.TryTake(_registry.Array, out slot))
         {
             // Refused (retired or invalid, and discarded): the slow path looks further.
-            return TryAccept(slot, hints, hinted: true);
+            return slot.IsRetired | _tracksRentals ? TryAccept(slot, hints, hinted: true) : IsValidOrDiscarded(slot);
         }
 
         slot = null;
         return false;
+    }
+
+    /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
+    private bool IsValidOrDiscarded(PoolSlot<T> slot)
+    {
+        bool valid;
+        try
+        {
+            valid = Validate(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            throw;
+        }
+
+        if (!valid)
+        {
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
+        }
+
+        return valid;
     }
 
     /// <summary>
@@ -526,14 +555,22 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void EndRental(PoolSlot<T> slot)
     {
-        _hints.Current.CountReturned();
         if (slot.IsRetired || _tracksIdleTime)
         {
             EndRentalSlow(slot);
             return;
         }
 
-        CleanUpOrDiscard(slot);
+        try
+        {
+            CleanUp(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            throw;
+        }
+
         Store(slot);
     }
 
@@ -658,7 +695,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         ThrowIfDisposed();
-        ThreadHints hints = _hints.Current;
+        ThreadHints<T> hints = _hints.Current;
         while (_waiters.IsQuietAndLive)
         {
             bool unused = false;
@@ -748,8 +785,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private PoolSlot<T> Accept(TakeWaiters<T>.Waiter waiter, PoolSlot<T>? handedOver)
     {
         PoolMetrics.Waited(_name, waiter.StartTimestamp);
-        ThreadHints hints = _hints.Current;
-        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true, counted: true))
+        ThreadHints<T> hints = _hints.Current;
+        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true))
         {
             return handedOver;
         }
@@ -757,12 +794,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
         if (_waiters.IsDisposed)
         {
-            hints.CountReturned();
             ReturnUnit();
             ThrowDisposed();
         }
 
-        return CreateRentedSlot(hints, counted: true);
+        return CreateRentedSlot(hints);
     }
 
     /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
@@ -774,7 +810,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         // Served in between: a waiter is unlinked only together with its completion.
-        _hints.Current.CountReturned();
         if (waiter.Task.Result is { } slot)
         {
             bool returning = slot.TryBeginReturn();
@@ -789,7 +824,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>
     /// What a take owes for an idle slot it has claimed: a retired or invalid object is discarded (and
-    /// this returns <see langword="false"/>); otherwise the rental is counted, hinted and tracked.
+    /// this returns <see langword="false"/>); otherwise the rental is hinted and tracked.
     /// </summary>
     /// <param name="slot">The slot claimed.</param>
     /// <param name="hints">The calling thread's hints.</param>
@@ -798,8 +833,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// Whether a refused object's place under the cap stays with the caller, who makes a new object
     /// with it (a waiter that was handed the object), instead of going back to the pool.
     /// </param>
-    /// <param name="counted">Whether the take was counted already (by whoever handed the slot over).</param>
-    private bool TryAccept(PoolSlot<T> slot, ThreadHints hints, bool hinted, bool keepUnit = false, bool counted = false)
+    private bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit = false)
     {
         if (slot.IsRetired)
         {
@@ -814,11 +848,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            if (counted)
-            {
-                hints.CountReturned();
-            }
-
             DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
             throw;
         }
@@ -832,11 +861,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         if (!hinted)
         {
             hints.Hint(slot.Index, _maxHints);
-        }
-
-        if (!counted)
-        {
-            hints.CountTaken();
         }
 
         if (_tracksRentals)
@@ -904,25 +928,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>Makes an object for a taker with one unit of the cap the caller already holds, and starts its rental.</summary>
-    private PoolSlot<T> CreateRentedSlot(ThreadHints hints, bool counted = false)
+    private PoolSlot<T> CreateRentedSlot(ThreadHints<T> hints)
     {
-        PoolSlot<T> slot;
-        try
-        {
-            slot = CreateSlot();
-        }
-        catch when (counted)
-        {
-            hints.CountReturned();
-            throw;
-        }
-
+        PoolSlot<T> slot = CreateSlot();
         hints.Hint(slot.Index, _maxHints);
-        if (!counted)
-        {
-            hints.CountTaken();
-        }
-
         if (_tracksRentals)
         {
             _maintenance!.BeginRental(slot);
@@ -1068,14 +1077,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
-    // What is claimed for a waiter counts as taken from here, so that AvailableCount never counts it
-    // idle on its way over; the waiter counts it returned if it refuses or abandons it.
     bool TakeWaiters<T>.ISupply.TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
     {
         if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
             || (scan && _idleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning)))
         {
-            _hints.Current.CountTaken();
             return true;
         }
 
@@ -1083,16 +1089,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return false;
     }
 
-    bool TakeWaiters<T>.ISupply.TryTakeUnit()
-    {
-        if (!_allocationBudget.TryTake())
-        {
-            return false;
-        }
-
-        _hints.Current.CountTaken();
-        return true;
-    }
+    bool TakeWaiters<T>.ISupply.TryTakeUnit() => _allocationBudget.TryTake();
 
     private void ThrowIfDisposed()
     {

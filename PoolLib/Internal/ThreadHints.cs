@@ -4,8 +4,8 @@ using System.Runtime.CompilerServices;
 namespace PoolLib.Internal;
 
 /// <summary>
-/// One thread's hints of the slots it took, as registry indices, tried first on its next takes, and
-/// its counts of takes and returns. Only the owner thread writes it; others read the counts.
+/// One thread's hints of the slots it took, as registry indices, tried first on its next takes. Only
+/// the owner thread reads or writes it.
 /// </summary>
 /// <remarks>
 /// The first <see cref="_ready"/> hints are slots taken before the hints were last made ready and not
@@ -13,7 +13,7 @@ namespace PoolLib.Internal;
 /// ready again if the newest is back: a thread that returned its last take has most likely returned
 /// the others too, and one that still holds it (in a long rental) looks no further than that slot.
 /// </remarks>
-internal sealed class ThreadHints
+internal sealed class ThreadHints<T> where T : class
 {
     private const int InitialLength = 8;
 
@@ -21,21 +21,13 @@ internal sealed class ThreadHints
     private int _count;
     private int _ready;
 
-    // Takes and returns this thread made, for the pool's idle count: read by any thread, written by the owner.
-    private long _taken;
-    private long _returned;
-
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
     private CacheLinePadding _padding;
 #pragma warning restore CS0169
 
-    /// <summary>Gets takes less returns by this thread: the objects it holds, or has handed to other threads to return.</summary>
-    public long Outstanding => Volatile.Read(ref _taken) - Volatile.Read(ref _returned);
-
     /// <summary>Claims the newest ready hinted slot that is idle, retired or not (the caller checks), dropping stale hints on the way.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool TryTake<T>(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
-        where T : class
+    public bool TryTake(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         int ready = _ready;
         bool renewing = ready == 0;
@@ -57,12 +49,6 @@ internal sealed class ThreadHints
         slot = null;
         return false;
     }
-
-    /// <summary>Counts a take this thread made, wherever it found the object.</summary>
-    public void CountTaken() => _taken++;
-
-    /// <summary>Counts a rental this thread ended (released or discarded).</summary>
-    public void CountReturned() => _returned++;
 
     /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>
     /// <param name="index">The slot's registry index.</param>
@@ -96,8 +82,7 @@ internal sealed class ThreadHints
     /// stale one: its place goes to the last hint, which is not ready.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private bool TryTakeReady<T>(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
-        where T : class
+    private bool TryTakeReady(PoolSlot<T>?[] slots, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         int[] entries = _entries;
         while (_ready > 0)
