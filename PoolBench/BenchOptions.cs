@@ -6,7 +6,7 @@ namespace PoolBench;
 internal sealed class BenchOptions
 {
     public const string Usage = """
-        usage: PoolBench <article|pools|echo|all|soak> [options]
+        usage: PoolBench <article|pools|size|echo|all|soak> [options]
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
           --plots DIR             where to write the PNG plots (default: plots beside the --json file, or in
@@ -57,7 +57,7 @@ internal sealed class BenchOptions
     /// <summary>The most threads <c>--c-threads</c> gives the C server.</summary>
     public const int MaxCThreads = 256;
 
-    private static readonly string[] s_scenarios = ["article", "pools", "echo", "all", "soak"];
+    private static readonly string[] s_scenarios = ["article", "pools", "size", "echo", "all", "soak"];
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }

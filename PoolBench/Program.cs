@@ -5,6 +5,7 @@ using PoolBench.Echo;
 using PoolBench.Echo.Load;
 using PoolBench.Echo.Soak;
 using PoolBench.Report;
+using PoolBench.Size;
 
 LogManager.Setup().LoadConfiguration(builder =>
     builder.ForLogger().FilterMinLevel(NLog.LogLevel.Info).WriteToConsole("${date:format=HH\\:mm\\:ss} ${message}${onexception: ${exception}}", stderr: true));
@@ -44,6 +45,11 @@ Console.WriteLine(machine.ToMarkdown());
 
 var report = new BenchReport();
 MicrobenchmarkRun.RunAndReport(options, report);
+
+if (options.Runs("size"))
+{
+    new SizeScenario(options).Run(report);
+}
 
 if (options.Runs("echo"))
 {

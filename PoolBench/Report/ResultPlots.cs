@@ -3,6 +3,7 @@ using PoolBench.Echo;
 using PoolBench.Echo.Soak;
 using PoolBench.Pools;
 using PoolBench.Pools.UnderTest;
+using PoolBench.Size;
 using ScottPlot;
 
 namespace PoolBench.Report;
@@ -30,7 +31,8 @@ internal static class ResultPlots
             .ToArray();
         EchoResult[] echoes = results.OfType<EchoResult>().Where(r => r.Messages > 0).ToArray();
         SoakResult[] soaks = results.OfType<SoakResult>().Where(r => r.RssMib.Count > 0).ToArray();
-        if (pools.Length == 0 && echoes.Length == 0 && soaks.Length == 0)
+        SizeResult[] sizes = results.OfType<SizeResult>().Where(r => r.NsPerOp is not null).ToArray();
+        if (pools.Length == 0 && echoes.Length == 0 && soaks.Length == 0 && sizes.Length == 0)
         {
             return;
         }
@@ -53,6 +55,13 @@ internal static class ResultPlots
                 string path = Path.Combine(folder, $"echo-{protocol}-{connections}-conns-{size}-bytes-pipeline-{pipeline}.png");
                 string title = $"{protocol.ToUpperInvariant()} echo, {connections} {(protocol == "tcp" ? "connections" : "senders")}, {size} B, pipeline {pipeline}{label}";
                 EchoPlot(title, cell.ToArray()).SavePng(path, Width, Height);
+                written.Add(path);
+            }
+
+            foreach (var cell in sizes.GroupBy(r => r.Case))
+            {
+                string path = Path.Combine(folder, $"size-{string.Concat(cell.Key.Where(char.IsLetterOrDigit))}.png");
+                SizePlot($"size: {cell.Key}{label}", cell.ToArray()).SavePng(path, Width, Height);
                 written.Add(path);
             }
 
@@ -98,6 +107,34 @@ internal static class ResultPlots
         plot.Title(title);
         plot.XLabel("workers");
         plot.YLabel("ns per take+return pair (median)");
+        plot.ShowLegend(Edge.Right);
+        return plot;
+    }
+
+    /// <summary>ns per operation against the pool's size on a log scale, one line per implementation.</summary>
+    private static Plot SizePlot(string title, SizeResult[] cells)
+    {
+        var plot = new Plot();
+        foreach (string impl in SizedPools.Impls)
+        {
+            SizeResult[] line = cells.Where(r => r.Impl == impl).OrderBy(r => r.Objects).ToArray();
+            if (line.Length == 0)
+            {
+                continue;
+            }
+
+            var scatter = plot.Add.Scatter(line.Select(r => Math.Log10(r.Objects)).ToArray(), line.Select(r => r.NsPerOp!.Value).ToArray());
+            scatter.LegendText = impl;
+            scatter.LineWidth = impl == SizedPools.Ours ? 3 : 2;
+            scatter.MarkerSize = 7;
+        }
+
+        double[] decades = cells.Select(r => Math.Log10(r.Objects)).Distinct().Order().ToArray();
+        plot.Axes.Bottom.TickGenerator = new ScottPlot.TickGenerators.NumericManual(decades, decades.Select(d => CellText.Count((long)Math.Round(Math.Pow(10, d)))).ToArray());
+        plot.Axes.SetLimitsY(0, cells.Max(r => r.NsPerOp!.Value) * 1.1);
+        plot.Title(title);
+        plot.XLabel("objects in the pool");
+        plot.YLabel("ns per operation");
         plot.ShowLegend(Edge.Right);
         return plot;
     }

@@ -2,7 +2,7 @@ using PoolLib;
 
 namespace PoolBench.Pools.UnderTest;
 
-/// <summary>Our pool for <see cref="BenchItem"/>, filled to capacity up front like the peers are.</summary>
+/// <summary>Our pool for <see cref="BenchItem"/>, filled to capacity up front like the peers are, unless told not to.</summary>
 internal sealed class BenchItemPool : Pool<BenchItem>
 {
     public BenchItemPool(int capacity)
@@ -10,10 +10,10 @@ internal sealed class BenchItemPool : Pool<BenchItem>
     {
     }
 
-    public BenchItemPool(PoolOptions options)
+    public BenchItemPool(PoolOptions options, bool prefill = true)
         : base(options)
     {
-        if (!TryAllocatePush(options.MaxCapacity))
+        if (prefill && !TryAllocatePush(options.MaxCapacity))
         {
             throw new InvalidOperationException($"could not pre-fill the pool with {options.MaxCapacity} objects");
         }

@@ -1,0 +1,279 @@
+using System.Diagnostics;
+using NLog;
+using PoolBench.Pools.UnderTest;
+using PoolBench.Report;
+
+namespace PoolBench.Size;
+
+/// <summary>
+/// What a take costs as the pool grows from 1,000 to 1,000,000 objects, ours against
+/// <c>DefaultObjectPool</c> and a <c>ConcurrentBag</c> pool in one run: a take of an object the
+/// taking thread never took, a first take on a new thread, a take that fails, growth, a take after
+/// a trimmed burst, a thread whose id is above 4,096, and how long a 1 ms timed take waits.
+/// Most objects are held by other threads throughout, as in a server with that many connections.
+/// </summary>
+internal sealed class SizeScenario(BenchOptions options)
+{
+    public const string Steal = "take of an object the thread never took";
+    public const string NewThread = "first take on a new thread";
+    public const string Failed = "failed take";
+    public const string Growth = "growth: each take creates";
+    public const string AfterBurst = "take after a trimmed burst";
+    public const string HighThreadId = "own object, thread id above 4,096";
+    public const string LowThreadId = "own object, thread id below 100";
+
+    private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
+
+    private readonly int[] _sizes = options.Quick ? [1_000, 10_000] : [1_000, 10_000, 100_000, 1_000_000];
+    private readonly int _rounds = options.Quick ? 3 : 9;
+
+    public void Run(BenchReport report)
+    {
+        var results = new List<SizeResult>();
+        using var threads = ThreadIds.Reserve(aboveId: 4_096);
+        s_log.Info("size: threads {0} and {1} run the own-object cells", threads.LowId, threads.HighId);
+
+        // A pass at the smallest size first, not reported, so that every cell runs compiled code.
+        foreach (string impl in SizedPools.Impls)
+        {
+            _ = Measure(impl, _sizes[0], threads).ToList();
+        }
+
+        _ = TimedTakes(_sizes[0]).ToList();
+        foreach (int size in _sizes)
+        {
+            foreach (string impl in SizedPools.Impls)
+            {
+                s_log.Info("size: {0}, {1} objects", impl, CellText.Count(size));
+                results.AddRange(Measure(impl, size, threads));
+            }
+
+            results.AddRange(TimedTakes(size));
+        }
+
+        results.ForEach(report.Add);
+        Print(results, threads);
+    }
+
+    private IEnumerable<SizeResult> Measure(string impl, int size, ThreadIds threads)
+    {
+        yield return Cell(impl, size, Steal, () => MeasureSteal(impl, size));
+        yield return Cell(impl, size, NewThread, () => MeasureNewThread(impl, size));
+        yield return Cell(impl, size, Failed, () => MeasureFailed(impl, size));
+        yield return Cell(impl, size, Growth, () => MeasureGrowth(impl, size));
+        yield return Cell(impl, size, AfterBurst, () => MeasureAfterBurst(impl, size));
+        yield return Cell(impl, size, LowThreadId, () => MeasureOwnObject(impl, size, threads.RunLow));
+        yield return Cell(impl, size, HighThreadId, () => MeasureOwnObject(impl, size, threads.RunHigh));
+    }
+
+    private static SizeResult Cell(string impl, int size, string name, Func<double?> measure)
+    {
+        double? ns = measure();
+        GC.Collect();
+        return new SizeResult(name, impl, size, ns, null, null);
+    }
+
+    /// <summary>Another thread holds every object; in each round it returns a batch, and a thread that never took any takes them.</summary>
+    private double? MeasureSteal(string impl, int size)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        var held = new Queue<BenchItem>(OnThread(() => TakeAll(pool, size)));
+        int batch = Math.Min(1_000, size / 2);
+        var perTake = new List<double>();
+        for (int round = 0; round < _rounds; round++)
+        {
+            BenchItem[] returned = [.. Enumerable.Range(0, batch).Select(_ => held.Dequeue())];
+            OnThread(() => ReturnAll(pool, returned));
+            (BenchItem[] taken, double ns) = OnThread(() => TimeTakes(pool, batch));
+            perTake.Add(ns);
+            taken.ToList().ForEach(held.Enqueue);
+        }
+
+        return Median(perTake);
+    }
+
+    /// <summary>Every object but one is held; a new thread, kept alive afterwards so that its id is not reused, takes that one.</summary>
+    private double? MeasureNewThread(string impl, int size)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        BenchItem[] held = OnThread(() => TakeAll(pool, size));
+        OnThread(() => pool.Return(held[0]));
+        var perTake = new List<double>();
+        using var done = new ManualResetEventSlim();
+        var takers = new List<Thread>();
+        for (int round = 0; round < _rounds * 10; round++)
+        {
+            using var taken = new ManualResetEventSlim();
+            var taker = new Thread(() =>
+            {
+                long start = Stopwatch.GetTimestamp();
+                BenchItem item = pool.TakeOrCreate();
+                perTake.Add(Stopwatch.GetElapsedTime(start).TotalNanoseconds);
+                pool.Return(item);
+                taken.Set();
+                done.Wait();
+            });
+            taker.Start();
+            taken.Wait();
+            takers.Add(taker);
+        }
+
+        done.Set();
+        takers.ForEach(t => t.Join());
+        return Median(perTake);
+    }
+
+    /// <summary>Every object is held by another thread; takes that may fail fail.</summary>
+    private double? MeasureFailed(string impl, int size)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        if (!pool.CanFail)
+        {
+            return null;
+        }
+
+        OnThread(() => TakeAll(pool, size));
+        int takes = options.Quick ? 10_000 : 200_000;
+        return OnThread(() =>
+        {
+            long start = Stopwatch.GetTimestamp();
+            for (int i = 0; i < takes; i++)
+            {
+                if (pool.TryTakeIdle() is not null)
+                {
+                    throw new InvalidOperationException($"{impl}: a take from an exhausted pool succeeded");
+                }
+            }
+
+            return Stopwatch.GetElapsedTime(start).TotalNanoseconds / takes;
+        });
+    }
+
+    /// <summary>An empty pool, filled by takes that each create an object.</summary>
+    private static double? MeasureGrowth(string impl, int size)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        return OnThread(() => TimeTakes(pool, size).Ns);
+    }
+
+    /// <summary>A burst to the size, trimmed back to four objects, which another thread then holds: the next takes create.</summary>
+    private static double? MeasureAfterBurst(string impl, int size)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        if (!pool.CanTrim)
+        {
+            return null;
+        }
+
+        OnThread(() => ReturnAll(pool, TakeAll(pool, size)));
+        pool.Trim();
+        OnThread(() => TakeAll(pool, 4));
+        return OnThread(() => TimeTakes(pool, Math.Min(1_000, size - 4)).Ns);
+    }
+
+    /// <summary>Every object but one is held; a thread takes that one and returns it, again and again.</summary>
+    private double? MeasureOwnObject(string impl, int size, Func<Func<double>, double> runOnThread)
+    {
+        using ISizedPool pool = SizedPools.Create(impl, size);
+        BenchItem[] held = OnThread(() => TakeAll(pool, size));
+        OnThread(() => pool.Return(held[0]));
+        int pairs = options.Quick ? 100_000 : 5_000_000;
+        return runOnThread(() =>
+        {
+            long start = Stopwatch.GetTimestamp();
+            for (int i = 0; i < pairs; i++)
+            {
+                BenchItem item = pool.TakeOrCreate();
+                item.Buffer[0] = (byte)i;
+                pool.Return(item);
+            }
+
+            return Stopwatch.GetElapsedTime(start).TotalNanoseconds / pairs;
+        });
+    }
+
+    /// <summary>Ours exhausted: how long a take with a 1 ms timeout waits before it gives up.</summary>
+    private IEnumerable<SizeResult> TimedTakes(int size)
+    {
+        using ISizedPool pool = SizedPools.Create(SizedPools.Ours, size);
+        OnThread(() => TakeAll(pool, size));
+        double[] waits = OnThread(() => Enumerable.Range(0, _rounds * 5).Select(_ =>
+        {
+            long start = Stopwatch.GetTimestamp();
+            if (pool.TryTake(TimeSpan.FromMilliseconds(1)))
+            {
+                throw new InvalidOperationException("a timed take from an exhausted pool succeeded");
+            }
+
+            return Stopwatch.GetElapsedTime(start).TotalMilliseconds;
+        }).ToArray());
+        yield return new SizeResult("timed take of 1 ms", SizedPools.Ours, size, null, Median(waits), waits.Max());
+    }
+
+    private static BenchItem[] TakeAll(ISizedPool pool, int count) => [.. Enumerable.Range(0, count).Select(_ => pool.TakeOrCreate())];
+
+    private static int ReturnAll(ISizedPool pool, BenchItem[] items)
+    {
+        Array.ForEach(items, pool.Return);
+        return items.Length;
+    }
+
+    private static (BenchItem[] Taken, double Ns) TimeTakes(ISizedPool pool, int count)
+    {
+        var taken = new BenchItem[count];
+        long start = Stopwatch.GetTimestamp();
+        for (int i = 0; i < count; i++)
+        {
+            taken[i] = pool.TakeOrCreate();
+        }
+
+        return (taken, Stopwatch.GetElapsedTime(start).TotalNanoseconds / count);
+    }
+
+    /// <summary>Runs <paramref name="body"/> on a thread of its own, which ends before this returns.</summary>
+    private static TResult OnThread<TResult>(Func<TResult> body)
+    {
+        TResult result = default!;
+        ExceptionCarrier failure = new();
+        var thread = new Thread(() =>
+        {
+            try
+            {
+                result = body();
+            }
+            catch (Exception e)
+            {
+                failure.Value = e;
+            }
+        }, maxStackSize: 1 << 20);
+        thread.Start();
+        thread.Join();
+        return failure.Value is null ? result : throw new InvalidOperationException("a size cell failed", failure.Value);
+    }
+
+    private static void OnThread(Action body) => OnThread(() =>
+    {
+        body();
+        return 0;
+    });
+
+    private static double? Median(IReadOnlyCollection<double> values) =>
+        values.Count == 0 ? null : values.Order().ElementAt(values.Count / 2);
+
+    private void Print(List<SizeResult> results, ThreadIds threads)
+    {
+        foreach (string name in new[] { Steal, NewThread, Failed, Growth, AfterBurst, LowThreadId, HighThreadId })
+        {
+            SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per take{(name is LowThreadId or HighThreadId ? "+return pair" : "")} " +
+                $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good){options.QuickLabel}");
+        }
+
+        SizeTables.ThreadIdTable(results, _sizes, threads).Print($"size: a thread whose id is above 4,096 against thread {threads.LowId}, ours{options.QuickLabel}");
+        SizeTables.TimedTable(results, _sizes).Print($"size: how long ours waits in TryTakeSlot(1 ms) on an exhausted pool, ms{options.QuickLabel}");
+    }
+
+    private sealed class ExceptionCarrier
+    {
+        public Exception? Value { get; set; }
+    }
+}
