@@ -156,7 +156,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return slot;
         }
 
-        slot = TakeSlotSlow(Stopwatch.GetTimestamp(), deadline: long.MaxValue);
+        slot = TakeSlotSlow(start: 0, deadline: long.MaxValue);
         Debug.Assert(slot is not null, "An endless wait ends with a slot or an exception.");
         return slot;
     }
@@ -176,8 +176,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return true;
         }
 
-        long now = Stopwatch.GetTimestamp();
-        slot = TakeSlotSlow(now, deadline: now);
+        slot = TakeSlotSlow(start: 0, deadline: 0);
         return slot is not null;
     }
 
@@ -627,8 +626,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>
     /// Takes any idle object or a new one, else waits until <paramref name="deadline"/>
-    /// (<see cref="long.MaxValue"/>: for ever). Returns <see langword="null"/> on timeout.
+    /// (<see cref="long.MaxValue"/>: for ever; not after <paramref name="start"/>: not at all). Returns
+    /// <see langword="null"/> on timeout.
     /// </summary>
+    /// <param name="start">When the take began, in <see cref="Stopwatch"/> units; 0 to read the clock only if it waits.</param>
+    /// <param name="deadline">When to give up, in the same units.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private PoolSlot<T>? TakeSlotSlow(long start, long deadline)
     {
@@ -642,7 +644,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return slot;
         }
 
-        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start, NewDisposedException);
+        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 ? Stopwatch.GetTimestamp() : start, NewDisposedException);
         bool completed;
         try
         {
@@ -678,7 +680,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         // SpinWait sleeps now and then, so an interrupt may end the spin, as it would any blocking
         // take; nothing is held between rounds, so nothing is left behind.
         var spinner = new SpinWait();
-        for (int i = 0; i < SpinRoundsBeforeWaiting && Stopwatch.GetTimestamp() < deadline; i++)
+        for (int i = 0; i < SpinRoundsBeforeWaiting && (deadline == long.MaxValue || Stopwatch.GetTimestamp() < deadline); i++)
         {
             spinner.SpinOnce(sleep1Threshold: -1);
             if (TryTakeWithoutWaiting(out slot))

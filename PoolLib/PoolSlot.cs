@@ -149,6 +149,16 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// <summary>Records which stack holds the slot's entry; only a holder of that stack's lock calls it.</summary>
     internal bool TrySetStack(IdleSlotStack<T> stack) => Interlocked.CompareExchange(ref _stack, stack, null) is null;
 
-    /// <summary>Says no stack holds the slot's entry; only a holder of that stack's lock calls it. A full fence.</summary>
-    internal void ClearStack() => Interlocked.Exchange(ref _stack, null);
+    /// <summary>Says no stack holds the slot's entry; only a holder of that stack's lock calls it, with a full fence unless it owns the slot.</summary>
+    internal void ClearStack(bool fence)
+    {
+        if (fence)
+        {
+            Interlocked.Exchange(ref _stack, null);
+        }
+        else
+        {
+            Volatile.Write(ref _stack, null);
+        }
+    }
 }

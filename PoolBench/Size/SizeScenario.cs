@@ -66,11 +66,13 @@ internal sealed class SizeScenario(BenchOptions options)
         yield return Cell(impl, size, HighThreadId, () => MeasureOwnObject(impl, size, threads.RunHigh));
     }
 
-    private static SizeResult Cell(string impl, int size, string name, Func<double?> measure)
+    private static SizeResult Cell(string impl, int size, string name, Func<double?> measure) => Cell(impl, size, name, () => (measure(), null));
+
+    private static SizeResult Cell(string impl, int size, string name, Func<(double? Ns, double? GcNs)> measure)
     {
-        double? ns = measure();
+        (double? ns, double? gcNs) = measure();
         GC.Collect();
-        return new SizeResult(name, impl, size, ns, null, null);
+        return new SizeResult(name, impl, size, ns, gcNs, null, null);
     }
 
     /// <summary>Another thread holds every object; in each round it returns a batch, and a thread that never took any takes them.</summary>
@@ -100,6 +102,7 @@ internal sealed class SizeScenario(BenchOptions options)
         OnThread(() => pool.Return(held[0]));
         var perTake = new List<double>();
         using var done = new ManualResetEventSlim();
+        GC.Collect();
         var takers = new List<Thread>();
         for (int round = 0; round < _rounds * 10; round++)
         {
@@ -134,6 +137,7 @@ internal sealed class SizeScenario(BenchOptions options)
 
         OnThread(() => TakeAll(pool, size));
         int takes = options.Quick ? 10_000 : 200_000;
+        GC.Collect();
         return OnThread(() =>
         {
             long start = Stopwatch.GetTimestamp();
@@ -150,25 +154,25 @@ internal sealed class SizeScenario(BenchOptions options)
     }
 
     /// <summary>An empty pool, filled by takes that each create an object.</summary>
-    private static double? MeasureGrowth(string impl, int size)
+    private static (double?, double?) MeasureGrowth(string impl, int size)
     {
         using ISizedPool pool = SizedPools.Create(impl, size);
-        return OnThread(() => TimeTakes(pool, size).Ns);
+        return OnThread(() => TimeCreatingTakes(pool, size));
     }
 
     /// <summary>A burst to the size, trimmed back to four objects, which another thread then holds: the next takes create.</summary>
-    private static double? MeasureAfterBurst(string impl, int size)
+    private static (double?, double?) MeasureAfterBurst(string impl, int size)
     {
         using ISizedPool pool = SizedPools.Create(impl, size);
         if (!pool.CanTrim)
         {
-            return null;
+            return (null, null);
         }
 
         OnThread(() => ReturnAll(pool, TakeAll(pool, size)));
         pool.Trim();
         OnThread(() => TakeAll(pool, 4));
-        return OnThread(() => TimeTakes(pool, Math.Min(1_000, size - 4)).Ns);
+        return OnThread(() => TimeCreatingTakes(pool, Math.Min(10_000, size - 4)));
     }
 
     /// <summary>Every object but one is held; a thread takes that one and returns it, again and again.</summary>
@@ -178,6 +182,7 @@ internal sealed class SizeScenario(BenchOptions options)
         BenchItem[] held = OnThread(() => TakeAll(pool, size));
         OnThread(() => pool.Return(held[0]));
         int pairs = options.Quick ? 100_000 : 5_000_000;
+        GC.Collect();
         return runOnThread(() =>
         {
             long start = Stopwatch.GetTimestamp();
@@ -207,7 +212,7 @@ internal sealed class SizeScenario(BenchOptions options)
 
             return Stopwatch.GetElapsedTime(start).TotalMilliseconds;
         }).ToArray());
-        yield return new SizeResult("timed take of 1 ms", SizedPools.Ours, size, null, Median(waits), waits.Max());
+        yield return new SizeResult("timed take of 1 ms", SizedPools.Ours, size, null, null, Median(waits), waits.Max());
     }
 
     private static BenchItem[] TakeAll(ISizedPool pool, int count) => [.. Enumerable.Range(0, count).Select(_ => pool.TakeOrCreate())];
@@ -218,13 +223,33 @@ internal sealed class SizeScenario(BenchOptions options)
         return items.Length;
     }
 
-    private static (BenchItem[] Taken, double Ns) TimeTakes(ISizedPool pool, int count)
+    /// <summary>Takes that each make an object: ns per take, and how much of it the collector paused the process.</summary>
+    private static (double?, double?) TimeCreatingTakes(ISizedPool pool, int count)
+    {
+        GC.Collect();
+        TimeSpan paused = GC.GetTotalPauseDuration();
+        double ns = TimeTakes(pool, count, collectFirst: false).Ns;
+        return (ns, (GC.GetTotalPauseDuration() - paused).TotalNanoseconds / count);
+    }
+
+    /// <summary>
+    /// Takes <paramref name="count"/> objects, writing into each as a user would, after a full collection
+    /// unless told not to, so that none pays for an earlier cell's garbage.
+    /// </summary>
+    private static (BenchItem[] Taken, double Ns) TimeTakes(ISizedPool pool, int count, bool collectFirst = true)
     {
         var taken = new BenchItem[count];
+        if (collectFirst)
+        {
+            GC.Collect();
+        }
+
         long start = Stopwatch.GetTimestamp();
         for (int i = 0; i < count; i++)
         {
-            taken[i] = pool.TakeOrCreate();
+            BenchItem item = pool.TakeOrCreate();
+            item.Buffer[0] = (byte)i;
+            taken[i] = item;
         }
 
         return (taken, Stopwatch.GetElapsedTime(start).TotalNanoseconds / count);
@@ -265,7 +290,7 @@ internal sealed class SizeScenario(BenchOptions options)
         foreach (string name in new[] { Steal, NewThread, Failed, Growth, AfterBurst, LowThreadId, HighThreadId })
         {
             SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per take{(name is LowThreadId or HighThreadId ? "+return pair" : "")} " +
-                $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good){options.QuickLabel}");
+                $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good; in brackets, the collector's pauses per take){options.QuickLabel}");
         }
 
         SizeTables.ThreadIdTable(results, _sizes, threads).Print($"size: a thread whose id is above 4,096 against thread {threads.LowId}, ours{options.QuickLabel}");

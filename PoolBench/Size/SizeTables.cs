@@ -17,10 +17,10 @@ internal static class SizeTables
             double? bag = Ns(results, name, ConcurrentBagPoolUnderTest.Name, size);
             table.Row(
                 CellText.Count(size),
-                CellText.Optional(ours),
+                WithGc(results, name, SizedPools.Ours, size),
                 CellText.Ratio(ours / smallest),
-                CellText.Optional(Ns(results, name, DefaultObjectPoolUnderTest.Name, size)),
-                CellText.Optional(bag),
+                WithGc(results, name, DefaultObjectPoolUnderTest.Name, size),
+                WithGc(results, name, ConcurrentBagPoolUnderTest.Name, size),
                 CellText.Ratio(ours / bag));
         }
 
@@ -50,6 +50,12 @@ internal static class SizeTables
 
         return table;
     }
+
+    /// <summary>ns per take, with the collector's share in brackets where it was measured.</summary>
+    private static string WithGc(List<SizeResult> results, string name, string impl, int size) =>
+        results.FirstOrDefault(r => r.Case == name && r.Impl == impl && r.Objects == size) is { NsPerOp: double ns } cell
+            ? CellText.Number(ns) + (cell.GcNsPerOp is double gc ? $" (GC {CellText.Number(gc)})" : "")
+            : "—";
 
     private static double? Ns(List<SizeResult> results, string name, string impl, int size) =>
         results.FirstOrDefault(r => r.Case == name && r.Impl == impl && r.Objects == size)?.NsPerOp;

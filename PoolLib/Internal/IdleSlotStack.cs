@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 
 namespace PoolLib.Internal;
 
@@ -11,10 +12,12 @@ namespace PoolLib.Internal;
 /// </summary>
 internal sealed class IdleSlotStack<T> where T : class
 {
-    // Uninterruptible: a holder may be halfway through unlinking a slot it has claimed.
-    private readonly UninterruptibleLock _lock = new();
+    // 1 while a thread holds the list: taken with a compare-and-swap (a full fence), given back with a
+    // plain store. A spin that yields, never sleeps: a holder is halfway through unlinking a slot it has
+    // claimed, and an interrupt must not stop a waiter for the list halfway either.
+    private int _locked;
 
-    // Guarded by _lock. Every slot in the list has Stack == this, and no other slot has.
+    // Guarded by _locked. Every slot in the list has Stack == this, and no other slot has.
     private PoolSlot<T>? _newest;
     private int _count;
 
@@ -28,14 +31,17 @@ internal sealed class IdleSlotStack<T> where T : class
     /// <summary>Adds an entry for a slot just made idle, unless another stack already holds one.</summary>
     public void Push(PoolSlot<T> slot)
     {
-        using (_lock.EnterScope())
+        Enter();
+        bool pushed = slot.TrySetStack(this);
+        if (pushed)
         {
-            if (!slot.TrySetStack(this))
-            {
-                return;
-            }
-
             LinkNewest(slot);
+        }
+
+        Exit();
+        if (!pushed)
+        {
+            return;
         }
 
         // Whoever claimed the slot meanwhile may have discarded it before the entry existed: both sides
@@ -51,46 +57,50 @@ internal sealed class IdleSlotStack<T> where T : class
     /// entries of slots still being returned, and says whether it met one.
     /// </summary>
     /// <remarks>
-    /// Invariant kept: every idle slot has an entry. An entry is unlinked and its mark cleared (a full
-    /// fence) before the slot's phase is read, and a releaser reads the mark after it publishes: so
-    /// either this sees the publication, or the releaser sees no entry and pushes one. A slot still
-    /// returning may have published already, unseen: it gets its entry back, newest, unless its
-    /// releaser has pushed one meanwhile.
+    /// Invariant kept: every idle slot has an entry. An entry that cannot be claimed has its mark
+    /// cleared (a full fence) before its phase is read again, and a releaser reads the mark after it
+    /// publishes: so either this sees the publication, or the releaser sees no entry and pushes one.
+    /// A slot still returning may have published already, unseen: it gets its entry back, newest,
+    /// unless its releaser has pushed one meanwhile.
     /// </remarks>
     public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
     {
-        using (_lock.EnterScope())
+        Enter();
+        for (PoolSlot<T>? entry = _newest, older; entry is not null; entry = older)
         {
-            PoolSlot<T>? entry = _newest;
-            while (entry is not null)
+            older = entry.StackOlder;
+            Unlink(entry);
+
+            // Claimed: the slot is this taker's, and its next release pushes a new entry.
+            if (entry.TryClaimIdle())
             {
-                PoolSlot<T>? older = entry.StackOlder;
-                Unlink(entry);
-                entry.ClearStack();
-                if (entry.TryClaimIdle())
-                {
-                    slot = entry;
-                    return true;
-                }
+                entry.ClearStack(fence: false);
+                Exit();
+                slot = entry;
+                return true;
+            }
 
-                if (entry.IsReturning && entry.TrySetStack(this))
-                {
-                    // Discarded meanwhile by its releaser, who fenced and may have read no stack: drop it here.
-                    if (entry.IsDiscarded)
-                    {
-                        entry.ClearStack();
-                    }
-                    else
-                    {
-                        LinkNewest(entry);
-                        sawReturning = true;
-                    }
-                }
+            entry.ClearStack(fence: true);
+            if (entry.TryClaimIdle())
+            {
+                Exit();
+                slot = entry;
+                return true;
+            }
 
-                entry = older;
+            // Discarded meanwhile by its releaser, who fenced and may have read no stack: no entry.
+            if (entry.IsReturning && entry.TrySetStack(this) && !entry.IsDiscarded)
+            {
+                LinkNewest(entry);
+                sawReturning = true;
+            }
+            else if (entry.Stack == this)
+            {
+                entry.ClearStack(fence: false);
             }
         }
 
+        Exit();
         slot = null;
         return false;
     }
@@ -98,19 +108,40 @@ internal sealed class IdleSlotStack<T> where T : class
     /// <summary>Removes a slot's entry, if this stack still holds it.</summary>
     public void Remove(PoolSlot<T> slot)
     {
-        using (_lock.EnterScope())
+        Enter();
+        if (slot.Stack == this)
         {
-            if (slot.Stack == this)
-            {
-                slot.ClearStack();
-                Unlink(slot);
-            }
+            slot.ClearStack(fence: false);
+            Unlink(slot);
+        }
+
+        Exit();
+    }
+
+    private void Enter()
+    {
+        if (Interlocked.CompareExchange(ref _locked, 1, 0) != 0)
+        {
+            EnterContended();
         }
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void EnterContended()
+    {
+        var backoff = new RetryBackoff();
+        do
+        {
+            backoff.Wait();
+        }
+        while (Volatile.Read(ref _locked) != 0 || Interlocked.CompareExchange(ref _locked, 1, 0) != 0);
+    }
+
+    private void Exit() => Volatile.Write(ref _locked, 0);
+
     private void LinkNewest(PoolSlot<T> slot)
     {
-        Debug.Assert(_lock.IsHeldByCurrentThread && slot.StackNewer is null && slot.StackOlder is null);
+        Debug.Assert(_locked == 1 && slot.StackNewer is null && slot.StackOlder is null);
         slot.StackOlder = _newest;
         if (_newest is not null)
         {
@@ -123,7 +154,7 @@ internal sealed class IdleSlotStack<T> where T : class
 
     private void Unlink(PoolSlot<T> slot)
     {
-        Debug.Assert(_lock.IsHeldByCurrentThread);
+        Debug.Assert(_locked == 1);
         if (slot.StackNewer is { } newer)
         {
             newer.StackOlder = slot.StackOlder;

@@ -223,8 +223,9 @@ internal sealed class TakeWaiters<T> where T : class
 
                 if (left != Timeout.InfiniteTimeSpan && left < TimeSpan.FromMilliseconds(1))
                 {
-                    // Below the timer's resolution, a sleep would overshoot: yield until the deadline.
-                    Thread.Yield();
+                    // Below the timer's resolution a sleep would overshoot, and a yield may give the core
+                    // away for a whole time slice: spin until the deadline.
+                    Thread.SpinWait(64);
                     continue;
                 }
 
@@ -232,7 +233,8 @@ internal sealed class TakeWaiters<T> where T : class
                 {
                     if (!Task.IsCompleted)
                     {
-                        Monitor.Wait(_signal, left == Timeout.InfiniteTimeSpan ? Timeout.Infinite : (int)Math.Min(int.MaxValue, Math.Ceiling(left.TotalMilliseconds)));
+                        // Whole milliseconds, rounded down: the rest is spun above.
+                        Monitor.Wait(_signal, left == Timeout.InfiniteTimeSpan ? Timeout.Infinite : (int)Math.Min(int.MaxValue, left.TotalMilliseconds));
                     }
                 }
             }
