@@ -249,23 +249,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ThrowSlotAlreadyReturned();
         }
 
-        if (slot.IsRetired || _tracksIdleTime)
-        {
-            EndRentalSlow(slot);
-            return;
-        }
-
-        try
-        {
-            CleanUp(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
-            throw;
-        }
-
-        Store(slot);
+        EndRental(slot);
     }
 
     /// <summary>Returns a rented object to the pool, if it is still in the rental <paramref name="rental"/>.</summary>
@@ -526,7 +510,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
-    private bool IsValidOrDiscarded(PoolSlot<T> slot)
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="keepUnit">Whether a refused object's place under the cap stays with the caller (see <see cref="TryAccept"/>).</param>
+    private bool IsValidOrDiscarded(PoolSlot<T> slot, bool keepUnit = false)
     {
         bool valid;
         try
@@ -541,7 +527,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         if (!valid)
         {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
         }
 
         return valid;
@@ -560,16 +546,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return;
         }
 
-        try
-        {
-            CleanUp(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
-            throw;
-        }
-
+        CleanUpOrDiscard(slot);
         Store(slot);
     }
 
@@ -843,20 +820,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return false;
         }
 
-        bool valid;
-        try
+        if (!IsValidOrDiscarded(slot, keepUnit))
         {
-            valid = Validate(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
-            throw;
-        }
-
-        if (!valid)
-        {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
             return false;
         }
 
