@@ -565,6 +565,17 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         Store(slot);
     }
 
+    /// <summary>Makes idle again a slot handed to a waiter that gave up, whose object nobody used.</summary>
+    private void StoreAgain(PoolSlot<T> slot)
+    {
+        if (_tracksIdleTime)
+        {
+            Volatile.Write(ref slot.History!.IdleSince, 0);
+        }
+
+        Store(slot);
+    }
+
     /// <summary>Makes a returning slot idle, then does what its publication owes: an entry, a waiter served, a discard after Dispose.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void Store(PoolSlot<T> slot)
@@ -793,7 +804,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             bool returning = slot.TryBeginReturn();
             Debug.Assert(returning, "A slot handed over is rented to its waiter.");
-            Store(slot);
+            StoreAgain(slot);
         }
         else
         {
@@ -871,9 +882,20 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() };
-        _registry.Add(slot);
+        try
+        {
+            _registry.Add(slot);
+        }
+        catch
+        {
+            (@object as IDisposable)?.Dispose();
+            ReturnUnit();
+            throw;
+        }
 
-        // A Clear that ran while the object was made did not see it: it goes as if seen.
+        // A Clear that ran while the object was made did not see it: it goes as if seen. The fence
+        // orders the registration before the read, as Clear orders its count before its walk.
+        Interlocked.MemoryBarrier();
         if (Volatile.Read(ref _clears) != clears)
         {
             slot.Retire();
@@ -918,15 +940,15 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private void Discard(PoolSlot<T> slot, PoolMetrics.DiscardReason? reason, bool returnUnit = true)
     {
         slot.MarkDiscarded();
-        IdleSlotStacks<T>.Remove(slot);
-        _registry.Remove(slot);
-        if (reason is { } counted)
-        {
-            PoolMetrics.Discarded(_name, counted);
-        }
-
         try
         {
+            IdleSlotStacks<T>.Remove(slot);
+            _registry.Remove(slot);
+            if (reason is { } counted)
+            {
+                PoolMetrics.Discarded(_name, counted);
+            }
+
             (slot.Object as IDisposable)?.Dispose();
         }
         finally
@@ -994,10 +1016,17 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 sawReturning |= slot is { IsReturning: true };
 
                 // Retired is never cleared, so a slot read retired is still retired once claimed.
-                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired)
-                    || (idleSince is { } limit && slot.History is { IdleSince: var stamp } && (stamp == 0 || stamp > limit))
-                    || !slot.TryClaimIdle())
+                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired) || !IdleSince(slot, idleSince) || !slot.TryClaimIdle())
                 {
+                    continue;
+                }
+
+                // Taken and returned between the look and the claim: idle only from then, so it stays.
+                if (!IdleSince(slot, idleSince))
+                {
+                    bool returning = slot.TryBeginReturn();
+                    Debug.Assert(returning, "The slot was just claimed.");
+                    Store(slot);
                     continue;
                 }
 
@@ -1031,6 +1060,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         return discarded;
     }
+
+    /// <summary>Whether the idle sweep has seen a slot idle since <paramref name="limit"/> or earlier; true when there is no limit.</summary>
+    private static bool IdleSince(PoolSlot<T> slot, long? limit) =>
+        limit is not { } since || slot.History is not { } history || Volatile.Read(ref history.IdleSince) is var stamp && stamp != 0 && stamp <= since;
 
     private void ReturnUnit()
     {

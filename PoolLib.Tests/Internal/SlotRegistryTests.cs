@@ -44,6 +44,57 @@ public sealed class SlotRegistryTests
         registry.Add(added);
 
         Assert.That(added.Index, Is.Zero);
-        Assert.That(registry.Slots.Length, Is.EqualTo(3));
+        Assert.That(registry.Count, Is.EqualTo(3));
     }
+
+    // A walk reads the array once: a length read apart from it could belong to a newer, compacted
+    // array, and the walk would then stop short of slots the older array still holds.
+    [Test]
+    [CancelAfter(60_000)]
+    public void Slots_WalkedWhileOtherSlotsComeAndGo_AlwaysHoldsEverySlotThatStays(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        var registry = new SlotRegistry<TrackedObject>();
+        var churn = new List<PoolSlot<TrackedObject>>();
+        for (int i = 0; i < 60; i++)
+        {
+            churn.Add(NewSlot(pool));
+            registry.Add(churn[^1]);
+        }
+
+        PoolSlot<TrackedObject>[] staying = [.. Enumerable.Range(0, 4).Select(_ => NewSlot(pool))];
+        foreach (PoolSlot<TrackedObject> slot in staying)
+        {
+            registry.Add(slot);
+        }
+
+        using var stop = new CancellationTokenSource();
+        var changer = Task.Run(() =>
+        {
+            while (!stop.IsCancellationRequested)
+            {
+                churn.ForEach(registry.Remove);
+                churn.ForEach(registry.Add);
+            }
+        }, cancellationToken);
+
+        int missed = 0;
+        for (int walk = 0; walk < 2_000_000 && !changer.IsCompleted; walk++)
+        {
+            int found = 0;
+            foreach (PoolSlot<TrackedObject>? slot in registry.Slots)
+            {
+                found += slot is not null && Array.IndexOf(staying, slot) >= 0 ? 1 : 0;
+            }
+
+            missed += found == staying.Length ? 0 : 1;
+        }
+
+        stop.Cancel();
+        changer.Wait(cancellationToken);
+
+        Assert.That(missed, Is.Zero, "walks that missed a slot registered throughout");
+    }
+
+    private static PoolSlot<TrackedObject> NewSlot(TrackedPool pool) => new(pool, new TrackedObject());
 }

@@ -111,8 +111,9 @@ internal sealed class IdleSlotStack<T> where T : class
         Enter();
         if (slot.Stack == this)
         {
-            slot.ClearStack(fence: false);
+            // Unlinked before the mark goes: once it is gone, another stack may link the slot.
             Unlink(slot);
+            slot.ClearStack(fence: false);
         }
 
         Exit();

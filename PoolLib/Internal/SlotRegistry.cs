@@ -23,14 +23,8 @@ internal sealed class SlotRegistry<T> where T : class
     private readonly UninterruptibleLock _lock = new();
 
     /// <summary>Gets the slots now, for a walk that may miss a slot registered or moved during it; an entry is a slot or null.</summary>
-    public ReadOnlySpan<PoolSlot<T>?> Slots
-    {
-        get
-        {
-            PoolSlot<T>?[] slots = Volatile.Read(ref _slots);
-            return slots.AsSpan(0, Math.Min(Volatile.Read(ref _length), slots.Length));
-        }
-    }
+    /// <remarks>The whole array: a length read apart from it could belong to a newer, compacted one.</remarks>
+    public ReadOnlySpan<PoolSlot<T>?> Slots => Volatile.Read(ref _slots);
 
     /// <summary>Gets the array the hints point into.</summary>
     public PoolSlot<T>?[] Array => Volatile.Read(ref _slots);

@@ -213,15 +213,16 @@ internal sealed class TakeWaiters<T> where T : class
         /// <returns>Whether the waiter is completed.</returns>
         public bool WaitForCompletion(long deadline)
         {
+            bool endless = deadline == long.MaxValue;
             while (!Task.IsCompleted)
             {
-                TimeSpan left = deadline == long.MaxValue ? Timeout.InfiniteTimeSpan : Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), deadline);
-                if (left <= TimeSpan.Zero && left != Timeout.InfiniteTimeSpan)
+                TimeSpan left = endless ? TimeSpan.MaxValue : Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), deadline);
+                if (left <= TimeSpan.Zero)
                 {
                     return Task.IsCompleted;
                 }
 
-                if (left != Timeout.InfiniteTimeSpan && left < TimeSpan.FromMilliseconds(1))
+                if (left < TimeSpan.FromMilliseconds(1))
                 {
                     // Below the timer's resolution a sleep would overshoot, and a yield may give the core
                     // away for a whole time slice: spin until the deadline.
@@ -234,7 +235,7 @@ internal sealed class TakeWaiters<T> where T : class
                     if (!Task.IsCompleted)
                     {
                         // Whole milliseconds, rounded down: the rest is spun above.
-                        Monitor.Wait(_signal, left == Timeout.InfiniteTimeSpan ? Timeout.Infinite : (int)Math.Min(int.MaxValue, left.TotalMilliseconds));
+                        Monitor.Wait(_signal, endless ? Timeout.Infinite : (int)Math.Min(int.MaxValue, left.TotalMilliseconds));
                     }
                 }
             }

@@ -43,6 +43,9 @@ internal sealed class ThreadHints<T> where T : class
 
         if (!renewing)
         {
+            // That ready hint was stale: it goes, its place to the last hint, which is not ready.
+            _ready = ready;
+            entries[ready] = entries[--_count];
             return TryTakeReady(slots, out slot);
         }
 
