@@ -6,10 +6,8 @@ namespace PoolLib;
 /// </summary>
 /// <typeparam name="T">The pooled type itself.</typeparam>
 /// <remarks>
-/// <see cref="PoolEx{T}"/> sets <see cref="PoolSlot"/> once, when it creates the object, and reads it on
-/// every release. Implementations store the value in a plain auto-property and never change it
-/// themselves. Thread safety: the pool writes the property before the object is handed to any taker
-/// and only reads it afterwards, so a plain property is safe from any thread.
+/// <see cref="PoolEx{T}"/> sets <see cref="PoolSlot"/> once, when it creates the object, before any
+/// taker sees it, and reads it on every release: a plain auto-property, never changed by the object.
 /// </remarks>
 public interface IPoolSlotHolder<T> where T : class
 {

@@ -7,22 +7,13 @@ namespace PoolLib;
 
 /// <summary>
 /// A counting semaphore that never blocks: <see cref="TryTake"/> and <see cref="Release"/> are
-/// compare-and-swap loops on a single integer.
+/// compare-and-swap loops on one integer.
 /// </summary>
 /// <remarks>
-/// <para>
-/// Algorithm: the count lives in one field. A take reads it, fails at zero, and otherwise tries to
-/// swap in the value one lower; a release reads it, fails at <see cref="MaxCount"/>, and otherwise
-/// tries to swap in the value one higher. A failed swap means another thread changed the count in
-/// between, so the loop reads again.
-/// </para>
-/// <para>
-/// Guarantees: every member is safe to call from any number of threads at once; the count is never
-/// observed below zero or above <see cref="MaxCount"/>; each successful take is matched by exactly
-/// one decrement and each release by exactly one increment (no lost updates). It is lock-free: some
-/// thread always makes progress. It is not fair and has no waiting: a caller that needs to wait for
-/// a unit builds that on top (as <see cref="Pool{T}"/> does).
-/// </para>
+/// Every member is safe to call from any number of threads at once; each successful take and release
+/// changes the count by exactly one, which never leaves 0 to <see cref="MaxCount"/>. Lock-free (some
+/// thread always makes progress), not fair, and with no waiting: a caller that needs to wait for a unit
+/// builds that on top, as <see cref="Pool{T}"/> does.
 /// </remarks>
 public sealed class LockFreeSemaphore
 {

@@ -9,35 +9,13 @@ namespace PoolLib;
 
 /// <summary>
 /// A thread-safe pool of objects that are expensive to create, with a hard cap on how many exist at
-/// once. Subclasses say how to make an object (<see cref="ObjectConstructor"/>) and, optionally,
-/// how to reset it (<see cref="CleanUp"/>) and where it keeps its slot (<see cref="HoldSlotInObject"/>).
+/// once. Subclasses say how to make an object (<see cref="ObjectConstructor"/>) and, optionally, how
+/// to reset it (<see cref="CleanUp"/>) and where it keeps its slot (<see cref="HoldSlotInObject"/>).
 /// </summary>
 /// <typeparam name="T">The pooled type.</typeparam>
 /// <remarks>
-/// <para>
-/// A take hands out a <see cref="PoolSlot{T}"/>: an idle object if there is one; otherwise a new one
-/// if fewer than <see cref="MaxCapacity"/> exist; otherwise the taker waits until a release hands it
-/// one. Waiters are served first-come first-served, and while any taker waits no new taker goes
-/// ahead of it. Waiting is event-driven: a blocking taker spins briefly before it queues, and then
-/// sleeps until a release wakes it; nothing polls.
-/// </para>
-/// <para>
-/// Every member is safe to call from any number of threads at once, and costs the same whatever the
-/// pool's size. A thread that takes again finds first the objects it took last, once they are back.
-/// <see cref="CleanUp"/> runs on the releasing thread before the object is visible to another taker;
-/// <see cref="ObjectConstructor"/>, <see cref="HoldSlotInObject"/> and <see cref="Validate"/> run on
-/// the taking (or pre-warming) thread; no user code runs under a lock of the pool.
-/// </para>
-/// <para>
-/// Capacity never leaks: an object whose construction, slot hand-over, validation or clean-up throws
-/// is discarded (disposed if it is <see cref="IDisposable"/>), its place under the cap is given back,
-/// and the exception reaches the caller. An interrupt (<see cref="Thread.Interrupt"/>) ends only a
-/// wait for an object; it never stops the pool halfway through storing, creating or discarding one.
-/// </para>
-/// <para>
-/// After <see cref="Dispose()"/>, takes throw <see cref="ObjectDisposedException"/>, waiters are
-/// woken with it, idle objects are disposed, and objects still rented are disposed when released.
-/// </para>
+/// Every member is safe to call from any number of threads at once. Waiters are served in arrival
+/// order; user code never runs under a lock of the pool; an object whose hook throws is discarded.
 /// </remarks>
 public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWaiters<T>.ISupply where T : class
 {

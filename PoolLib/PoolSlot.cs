@@ -5,19 +5,14 @@ using PoolLib.Internal;
 namespace PoolLib;
 
 /// <summary>
-/// The handle through which a pooled object is rented. Each object a <see cref="Pool{T}"/> creates
-/// has exactly one slot for its whole life, so renting and returning allocate nothing.
+/// The handle through which a pooled object is rented: each object has one slot for its whole life,
+/// so renting and returning allocate nothing. Disposing the slot returns it to its pool.
 /// </summary>
 /// <typeparam name="T">The pooled type.</typeparam>
 /// <remarks>
-/// <para>
-/// Disposing the slot returns it to its pool, exactly like <see cref="Pool{T}.Release(PoolSlot{T})"/>;
-/// returning it while it is back in the pool throws <see cref="InvalidOperationException"/> and
-/// changes nothing, even when several threads race to return it. A handle kept past its release and
-/// used after the object was rented again cannot be told from the new renter's; <see cref="Rental"/>
-/// with <see cref="Pool{T}.Release(PoolSlot{T}, int)"/> catches that.
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// Every member may be called from any thread. Returning a slot that is back in the pool throws and
+/// changes nothing, even when threads race to return it; a handle kept past its release cannot be told
+/// from the next renter's, unless released with its <see cref="Rental"/>.
 /// </remarks>
 public sealed class PoolSlot<T> : IDisposable where T : class
 {

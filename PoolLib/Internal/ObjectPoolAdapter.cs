@@ -5,14 +5,12 @@ namespace PoolLib.Internal;
 
 /// <summary>
 /// A <see cref="Pool{T}"/> seen as an <see cref="ObjectPool{T}"/>: <see cref="Get"/> takes,
-/// <see cref="Return"/> releases. Each object's slot is found again through a table keyed by the
-/// object, filled the first time the object is handed out.
+/// <see cref="Return"/> releases, finding each object's slot in a table keyed by the object.
 /// </summary>
 /// <remarks>
 /// Callers of <see cref="ObjectPool{T}"/> may drop an object instead of returning it, so by default
 /// <see cref="Get"/> never waits: while the pool is exhausted it makes an object outside the pool,
-/// which <see cref="Return"/> disposes (if <see cref="IDisposable"/>) and drops, as
-/// <see cref="DefaultObjectPool{T}"/> does with an object it has no room for.
+/// which <see cref="Return"/> disposes and drops, as <see cref="DefaultObjectPool{T}"/> does.
 /// </remarks>
 internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted) : ObjectPool<T> where T : class
 {

@@ -4,20 +4,14 @@ using System.Diagnostics.CodeAnalysis;
 namespace PoolLib.Internal;
 
 /// <summary>
-/// The takers of one pool waiting for an object, served first-come first-served, and the word every
-/// take and release reads to know whether any wait (or whether the pool is disposed).
+/// A pool's waiting takers, served in arrival order, and the word every take and release reads first.
+/// Protocol: a waiter queues (a fenced increment of the word), then looks for an idle slot itself,
+/// locking every idle stack; a releaser publishes its slot, pushes an entry if it has none, then reads
+/// the word and serves. A waiter that passed a slot still returning runs a process-wide barrier and
+/// looks again: the slot is then seen idle, or its releaser sees the waiter. So no slot sits idle while
+/// a waiter sleeps. A waiter is completed only under the lock, together with its unlinking: "linked"
+/// means "not completed", so a hand-over never races a cancellation.
 /// </summary>
-/// <remarks>
-/// Protocol. A waiter queues (incrementing the word, a full fence) and then looks for an idle slot
-/// itself, locking every idle stack. A releaser publishes its slot with a plain store, makes sure it
-/// has an entry (pushing under a stack's lock if not), then reads the word and serves the queue when
-/// it is not zero. A waiter that locks a stack after a push sees it; one that locked it before was
-/// seen by the pusher. A publication without a push may be read late: a waiter that passed such a slot
-/// still returning runs a process-wide barrier and looks again, after which the slot is either seen
-/// idle or its releaser sees the waiter. So no slot sits idle while a waiter sleeps.
-/// Completion. A waiter is completed only under the lock, together with its unlinking, so "linked"
-/// means "not completed": a hand-over never races a cancellation, and a cancelled waiter leaves nothing.
-/// </remarks>
 internal sealed class TakeWaiters<T> where T : class
 {
     private const int DisposedFlag = 1 << 30;
