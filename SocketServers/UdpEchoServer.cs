@@ -206,6 +206,9 @@ public sealed partial class UdpEchoServer : EchoServer
     /// the senders over sockets that share a port (SO_REUSEPORT), else one for all.</returns>
     private static int SocketsFor(int receives) => OperatingSystem.IsLinux() ? receives : 1;
 
+    /// <summary>How many sockets a server with <paramref name="options"/> binds, for a host that counts its descriptors.</summary>
+    internal static int SocketsFor(UdpEchoServerOptions options) => SocketsFor(options.EffectiveConcurrentReceives);
+
     /// <summary>
     /// Binds the server's sockets: one, or <paramref name="count"/> that share the port (SO_REUSEPORT, Linux only), so
     /// that the kernel spreads senders over them.

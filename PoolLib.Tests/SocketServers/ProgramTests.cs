@@ -138,15 +138,25 @@ public sealed partial class ProgramTests
         }
     }
 
-    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null)
+    /// <summary>Starts the host; with <paramref name="ulimit"/> (such as <c>-n 256</c>), under the limit the shell's ulimit
+    /// sets with those arguments.</summary>
+    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null, string? ulimit = null)
     {
-        var startInfo = new ProcessStartInfo("dotnet")
+        var startInfo = new ProcessStartInfo(ulimit is null ? "dotnet" : "sh")
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
             WorkingDirectory = AppContext.BaseDirectory,
         };
+        if (ulimit is not null)
+        {
+            // exec: the host is the process started, so its id is the one signals and the test's kill reach.
+            startInfo.ArgumentList.Add("-c");
+            startInfo.ArgumentList.Add("ulimit $0 && exec dotnet \"$@\"");
+            startInfo.ArgumentList.Add(ulimit);
+        }
+
         startInfo.ArgumentList.Add(HostPath);
         foreach (string arg in args)
         {

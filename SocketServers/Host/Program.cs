@@ -118,6 +118,11 @@ internal static class Program
         try
         {
             // Resolving the servers reads their options, which may be invalid.
+            if (settings.RunTcp && !FitToOpenFileLimit(host.Services, settings.RunUdp))
+            {
+                return ExitFailed;
+            }
+
             servers = [.. host.Services.GetServices<IHostedService>().OfType<EchoServer>()];
             await host.StartAsync().ConfigureAwait(false);
         }
@@ -149,6 +154,33 @@ internal static class Program
         }
 
         return ExitOk;
+    }
+
+    /// <summary>Lowers the TCP server's connection limit to what the open-file limit leaves, and says so on stderr: at
+    /// the limit, clients then wait (or are refused) while the connections held go on, where running out of descriptors
+    /// would end the process.</summary>
+    /// <returns>Whether a connection fits at all.</returns>
+    private static bool FitToOpenFileLimit(IServiceProvider services, bool runUdp)
+    {
+        TcpEchoServerOptions tcp = services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
+        int udpSockets = runUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
+        if (OpenFileLimit.ForConnections(serverSockets: 1 + udpSockets) is not { } budget || budget.Connections >= tcp.MaxConnections)
+        {
+            return true;
+        }
+
+        string limit = $"the open-file limit ({budget.Limit} descriptors, {budget.Open} open, {OpenFileLimit.Reserve} kept in reserve)";
+        if (budget.Connections < 1)
+        {
+            Console.Error.WriteLine($"SocketServers: {limit} leaves no room for a TCP connection; raise it (ulimit -n).");
+            return false;
+        }
+
+        Console.Error.WriteLine(
+            $"SocketServers: warning: {limit} leaves room for {budget.Connections} TCP connections, not the {tcp.MaxConnections} of "
+            + $"--max-connections: serving at most {budget.Connections} at once; raise the limit (ulimit -n) to serve more.");
+        tcp.MaxConnections = budget.Connections;
+        return true;
     }
 
     /// <summary>The failure as one line: the message alone for what the host expects to go wrong (bad settings,
