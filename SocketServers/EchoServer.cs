@@ -290,13 +290,8 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// becomes the exception <see cref="StartAsync"/> documents.</summary>
     /// <param name="endPoint">The address and port to bind.</param>
     /// <param name="listenBacklog">The listen backlog; 0 for a socket that does not listen.</param>
-    /// <param name="sharePort">Whether to share the port with other sockets that ask for it (SO_REUSEPORT, Linux only)
-    /// even when <see cref="EchoServerOptions.ReusePort"/> is not set: for the server's own sockets.</param>
-    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0, bool sharePort = false)
-        => SocketBinding.Bind(endPoint, Protocol, ProtocolName, listenBacklog, _reusePort || sharePort);
-
-    /// <summary>Whether other processes may share the server's port (<see cref="EchoServerOptions.ReusePort"/>).</summary>
-    private protected bool ReusePort => _reusePort;
+    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0)
+        => SocketBinding.Bind(endPoint, Protocol, ProtocolName, listenBacklog, _reusePort);
 
     /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
     /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>

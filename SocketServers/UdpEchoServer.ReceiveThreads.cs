@@ -11,8 +11,9 @@ namespace SocketServers;
 /// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it
 /// to the pool, and starts again: a datagram is received and answered on the thread the kernel wakes, with no
 /// hand-off to another thread. The sockets never run an asynchronous operation, so they stay in blocking mode and
-/// a receive waits in the kernel, not in the runtime's event loop. Where the server has a socket per thread (Linux),
-/// the threads share nothing but the pool and the counters.
+/// a receive waits in the kernel, not in the runtime's event loop, and the kernel wakes one of the threads waiting on
+/// a socket for each datagram. Where the server has a socket per thread (reuse-port on Linux), the threads share
+/// nothing but the pool and the counters.
 /// </para>
 /// <para>
 /// Stopping: on Linux, shutting down a socket's receive side wakes every blocked receive at once (the call

@@ -25,9 +25,9 @@ namespace SocketServers;
 /// drops what does not fit in the socket buffer.</description></item>
 /// </list>
 /// <para>
-/// On Linux, several receives each have a socket of their own on the server's port (see
-/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and each reply leaves from the socket its datagram came in
-/// on. Either way memory never grows with the load. A datagram larger than
+/// The receives share one socket, which the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/>
+/// on Linux each has a socket of its own on the port (see <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and
+/// each reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger than
 /// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
 /// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
 /// </para>
@@ -66,6 +66,9 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
 
+    // One, or with ReusePort on Linux one per receive.
+    private readonly int _socketCount;
+
     // Datagrams from source ports below this are dropped; 0 when every port is answered.
     private readonly int _firstAnsweredPort;
 
@@ -76,7 +79,7 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly LogRateLimiter _replyWarnings = new();
     private readonly LogRateLimiter _replyFaults = new();
 
-    // The bound sockets: one per receive on Linux, else one; set by StartCore before any receive starts.
+    // The bound sockets (see _socketCount); set by StartCore before any receive starts.
     private Socket[] _sockets = [];
 
     // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
@@ -120,7 +123,7 @@ public sealed partial class UdpEchoServer : EchoServer
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
-                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options.EffectiveConcurrentReceives)) + options.EffectiveConcurrentReceives
+                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + options.EffectiveConcurrentReceives
                 : options.EffectiveConcurrentReceives,
             poolKind: "udp-echo-args",
             logger,
@@ -134,6 +137,7 @@ public sealed partial class UdpEchoServer : EchoServer
         _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
         _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
+        _socketCount = SocketsFor(options);
     }
 
     /// <inheritdoc/>
@@ -148,7 +152,7 @@ public sealed partial class UdpEchoServer : EchoServer
 
     private protected override IPEndPoint StartCore()
     {
-        Socket[] sockets = BindSockets(SocketsFor(_concurrentReceives));
+        Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
         CreatePool(bound);
         _ownPort = bound.Port;
@@ -202,43 +206,24 @@ public sealed partial class UdpEchoServer : EchoServer
         Logger.UdpStopped(LocalEndPoint, Counters);
     }
 
-    /// <returns>How many sockets <paramref name="receives"/> receives have: one each on Linux, where the kernel spreads
-    /// the senders over sockets that share a port (SO_REUSEPORT), else one for all.</returns>
-    private static int SocketsFor(int receives) => OperatingSystem.IsLinux() ? receives : 1;
+    /// <summary>How many sockets a server with <paramref name="options"/> binds: one for all its receives, unless
+    /// <see cref="EchoServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>
+    /// <remarks>Sockets of one port spread over by the kernel (SO_REUSEPORT) are open to any later socket of the same
+    /// user that asks for it too; without ReusePort the port must stay this server's alone, so one socket.</remarks>
+    internal static int SocketsFor(UdpEchoServerOptions options)
+        => options.ReusePort && OperatingSystem.IsLinux() ? options.EffectiveConcurrentReceives : 1;
 
-    /// <summary>How many sockets a server with <paramref name="options"/> binds, for a host that counts its descriptors.</summary>
-    internal static int SocketsFor(UdpEchoServerOptions options) => SocketsFor(options.EffectiveConcurrentReceives);
-
-    /// <summary>
-    /// Binds the server's sockets: one, or <paramref name="count"/> that share the port (SO_REUSEPORT, Linux only), so
-    /// that the kernel spreads senders over them.
-    /// </summary>
-    /// <remarks>
-    /// Sharing would also let a later server of the same user join the port silently. Unless the options ask for
-    /// sharing, the port is first bound alone, which fails as a single socket does when anybody has it, and then
-    /// released for the shared sockets: another process binding it in between makes the start fail as "in use".
-    /// </remarks>
+    /// <summary>Binds the server's <paramref name="count"/> sockets, which share the port when there are several.</summary>
     private Socket[] BindSockets(int count)
     {
-        if (count == 1)
-        {
-            return [BindSocket(_endPoint)];
-        }
-
-        IPEndPoint endPoint = _endPoint;
-        if (!ReusePort)
-        {
-            using Socket claim = BindSocket(_endPoint);
-            endPoint = (IPEndPoint)claim.LocalEndPoint!;
-        }
-
         var sockets = new Socket[count];
         int bound = 0;
         try
         {
+            IPEndPoint endPoint = _endPoint;
             for (; bound < count; bound++)
             {
-                sockets[bound] = BindSocket(endPoint, sharePort: true);
+                sockets[bound] = BindSocket(endPoint);
                 endPoint = (IPEndPoint)sockets[bound].LocalEndPoint!;
             }
 

@@ -55,12 +55,13 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>
-    /// On Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
+    /// The receives wait on one socket, and the kernel hands each datagram to one of them, so a port in use is an error
+    /// and no later socket can join the port, whatever the number. With <see cref="EchoServerOptions.ReusePort"/> on
+    /// Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
     /// sender's datagrams to one of them (SO_REUSEPORT, chosen by a hash of the sender's address and port): the receives
     /// share no queue and no lock, a sender's echoes come back in the order it sent, and a single sender is served by
-    /// one receive at a time. The port stays the server's alone unless <see cref="EchoServerOptions.ReusePort"/> is set:
-    /// the server first binds it as one socket, which fails while anybody else has it. Elsewhere the receives share one
-    /// socket.
+    /// one receive at a time; but any later socket of the same user that asks for reuse-port joins them, as it is meant
+    /// to for a second server process.
     /// </para>
     /// <para>
     /// Why one processor fewer: a receive that finds no datagram waiting sleeps, and each datagram then costs a
@@ -70,8 +71,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// it, and its reply block's), hence half as many.
     /// </para>
     /// <para>
-    /// Why no more than 16 by default: each socket has its own kernel receive buffer, so the datagrams the kernel holds
-    /// for the server grow with the receives; set a larger number where the cores are there to answer them.
+    /// Why no more than 16 by default: the receives beyond keep threads waiting that the load seldom needs, and with
+    /// reuse-port each socket has its own kernel receive buffer, so the datagrams the kernel holds for the server grow
+    /// with the receives; set a larger number where the cores are there to answer them.
     /// </para>
     /// </remarks>
     public int ConcurrentReceives

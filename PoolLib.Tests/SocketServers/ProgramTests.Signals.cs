@@ -151,7 +151,7 @@ public sealed partial class ProgramTests
                 await SocketTestExtensions.AssertEchoesAsync(tcp, 64, cancellationToken);
             }
 
-            await EchoDatagramsAsync(tcp, senders: 20, each: 100, cancellationToken);
+            await UdpEchoTesting.AssertEchoesAsync(tcp, senders: 20, each: 100, cancellationToken);
 
             (long firstConnections, long firstDatagrams) = await StopAndReadCountersAsync(first, cancellationToken);
             for (int i = 0; i < 50; i++)
@@ -172,24 +172,6 @@ public sealed partial class ProgramTests
         {
             KillIfRunning(first);
             KillIfRunning(second);
-        }
-    }
-
-    /// <summary>Sends <paramref name="each"/> datagrams from each of <paramref name="senders"/> sockets and checks every echo.</summary>
-    private static async Task EchoDatagramsAsync(IPEndPoint server, int senders, int each, CancellationToken cancellationToken)
-    {
-        for (int s = 0; s < senders; s++)
-        {
-            using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
-            client.Connect(server);
-            for (int i = 0; i < each; i++)
-            {
-                byte[] datagram = [(byte)s, (byte)i, 1, 2, 3, 4, 5, 6];
-                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
-                byte[] echo = new byte[16];
-                int received = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
-                Assert.That(echo[..received], Is.EqualTo(datagram));
-            }
         }
     }
 

@@ -23,6 +23,24 @@ internal static class UdpEchoTesting
     public static Task<int> ReceiveWithinAsync(Socket client, byte[] buffer, CancellationToken cancellationToken)
         => SocketTestExtensions.WithinAsync(token => client.ReceiveAsync(buffer, SocketFlags.None, token).AsTask(), "an echo", cancellationToken);
 
+    /// <summary>Sends <paramref name="each"/> datagrams from each of <paramref name="senders"/> sockets and checks every echo.</summary>
+    public static async Task AssertEchoesAsync(IPEndPoint server, int senders, int each, CancellationToken cancellationToken)
+    {
+        for (int s = 0; s < senders; s++)
+        {
+            using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+            client.Connect(server);
+            for (int i = 0; i < each; i++)
+            {
+                byte[] datagram = [(byte)s, (byte)i, 1, 2, 3, 4, 5, 6];
+                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
+                byte[] echo = new byte[16];
+                int received = await ReceiveWithinAsync(client, echo, cancellationToken);
+                Assert.That(echo[..received], Is.EqualTo(datagram));
+            }
+        }
+    }
+
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
     /// and every args but those of its receives is back in the pool.</summary>
     public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
