@@ -95,6 +95,11 @@ public sealed partial class UdpEchoServer
             {
                 var args = (PooledSocketArgs)slot.Object;
                 await StartReceive(args, lane.Socket).ConfigureAwait(false);
+                if (_replyFromDestination && args.SocketError == SocketError.Success)
+                {
+                    args.ReplySource = PacketInfoSocket.LocalAddress.From(args.ReceiveMessageFromPacketInfo, lane.Socket.AddressFamily);
+                }
+
                 bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
                 ReceiveOutcome outcome = Judge(args, args.SocketError, fits);
                 if (outcome == ReceiveOutcome.Stop)
@@ -145,8 +150,9 @@ public sealed partial class UdpEchoServer
         args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
         try
         {
-            // Only the start throws, synchronously: a pending receive ends with an error, never an exception.
-            return args.ReceiveFromAsync(socket);
+            // Only the start throws, synchronously: a pending receive ends with an error, never an exception. On a
+            // wildcard address, a receive that also reports the address the datagram was sent to, the reply's source.
+            return _replyFromDestination ? args.ReceiveMessageFromAsync(socket) : args.ReceiveFromAsync(socket);
         }
         catch (ObjectDisposedException)
         {
@@ -290,7 +296,7 @@ public sealed partial class UdpEchoServer
             try
             {
                 int length = args.BytesTransferred;
-                _server.EndReply(args, length, TrySend(Socket, args, length));
+                _server.EndReply(args, length, _server.TrySend(Socket, args, length));
             }
             catch (Exception ex)
             {

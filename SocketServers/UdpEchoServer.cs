@@ -55,6 +55,11 @@ namespace SocketServers;
 /// sender in and updates it in place, and the reply is sent synchronously to the socket address that endpoint
 /// keeps.
 /// </para>
+/// <para>
+/// On a wildcard address (<see cref="IPAddress.Any"/> or <see cref="IPAddress.IPv6Any"/>) each reply leaves from the
+/// address its datagram was sent to, on Linux, so that a client connected to that address reads it; elsewhere from the
+/// address the routes pick. With <see cref="UdpProcessing.ReplyBlock"/> learning that address allocates, in .NET's receive.
+/// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
 public sealed partial class UdpEchoServer : EchoServer
@@ -68,6 +73,9 @@ public sealed partial class UdpEchoServer : EchoServer
 
     // One, or with ReusePort on Linux one per receive.
     private readonly int _socketCount;
+
+    // Bound to a wildcard address, where Linux lets replies leave from the address each datagram was sent to.
+    private readonly bool _replyFromDestination;
 
     // Datagrams from source ports below this are dropped; 0 when every port is answered.
     private readonly int _firstAnsweredPort;
@@ -138,6 +146,7 @@ public sealed partial class UdpEchoServer : EchoServer
         _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
         _socketCount = SocketsFor(options);
+        _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
     }
 
     /// <inheritdoc/>
@@ -154,6 +163,14 @@ public sealed partial class UdpEchoServer : EchoServer
     {
         Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
+        if (_replyFromDestination)
+        {
+            foreach (Socket socket in sockets)
+            {
+                PacketInfoSocket.ReportDestinations(socket);
+            }
+        }
+
         CreatePool(bound);
         _ownPort = bound.Port;
         _sockets = sockets;
@@ -248,9 +265,10 @@ public sealed partial class UdpEchoServer : EchoServer
         }
     }
 
-    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>.</summary>
+    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>, and on a
+    /// wildcard address from the address it was sent to.</summary>
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
-    private static Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
+    private Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
     {
         if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
         {
@@ -265,7 +283,14 @@ public sealed partial class UdpEchoServer : EchoServer
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
             if (args.RemoteEndPoint is ReusableIPEndPoint sender)
             {
-                socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                if (!_replyFromDestination)
+                {
+                    socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                }
+                else if (PacketInfoSocket.Send(socket, datagram, sender.SocketAddress, args.ReplySource) is var error and not SocketError.Success)
+                {
+                    return new SocketException((int)error);
+                }
             }
             else
             {
