@@ -8,7 +8,7 @@ namespace PoolLib.Tests.SocketServers;
 /// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
 public sealed partial class ProgramTests
 {
-    private static string HostPath => Path.Combine(AppContext.BaseDirectory, "SocketServers.dll");
+    private const string HostFile = "SocketServers.dll";
 
     [Test]
     [CancelAfter(30_000)]
@@ -78,6 +78,22 @@ public sealed partial class ProgramTests
         Assert.That(stdout, Is.Empty);
     }
 
+    // NLog refuses the first file (a target type it does not know); the second is not XML at all, which NLog reading it on
+    // its own ignored, losing every line. Either ended the start with a stack trace or went on in silence.
+    [TestCase("""<nlog throwConfigExceptions="true"><targets><target type="Nope" name="x" /></targets><rules><logger name="*" writeTo="x" /></rules></nlog>""", "unknown type-alias: 'Nope'")]
+    [TestCase("<nlog><targets>", "Invalid XML document")]
+    [CancelAfter(60_000)]
+    public Task Main_InvalidLoggingConfiguration_ExitsWithOneLineNamingTheFile(string content, string expected, CancellationToken cancellationToken) =>
+        WithHostCopyAsync("NLog.config", content, cancellationToken, async directory =>
+        {
+            (int exitCode, string stdout, string stderr) = await RunToEndAsync(["tcp", "--port", "0"], cancellationToken, directory: directory);
+
+            Assert.That(exitCode, Is.EqualTo(2), stdout + stderr);
+            Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+            Assert.That(stderr, Does.StartWith($"SocketServers: {Path.Combine(directory, "NLog.config")} is not a valid NLog configuration: ").And.Contain(expected));
+            Assert.That(stdout, Is.Empty);
+        });
+
     [TestCase("--bogus")]
     [TestCase("--port 99999")]
     [TestCase("--max-connections")]
@@ -139,15 +155,15 @@ public sealed partial class ProgramTests
     }
 
     /// <summary>Starts the host; with <paramref name="ulimit"/> (such as <c>-n 256</c>), under the limit the shell's ulimit
-    /// sets with those arguments.</summary>
-    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null, string? ulimit = null)
+    /// sets with those arguments; from <paramref name="directory"/>, a copy of the test output, when given.</summary>
+    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null, string? ulimit = null, string? directory = null)
     {
         var startInfo = new ProcessStartInfo(ulimit is null ? "dotnet" : "sh")
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
-            WorkingDirectory = AppContext.BaseDirectory,
+            WorkingDirectory = directory ?? AppContext.BaseDirectory,
         };
         if (ulimit is not null)
         {
@@ -157,7 +173,7 @@ public sealed partial class ProgramTests
             startInfo.ArgumentList.Add(ulimit);
         }
 
-        startInfo.ArgumentList.Add(HostPath);
+        startInfo.ArgumentList.Add(Path.Combine(directory ?? AppContext.BaseDirectory, HostFile));
         foreach (string arg in args)
         {
             startInfo.ArgumentList.Add(arg);
@@ -172,9 +188,9 @@ public sealed partial class ProgramTests
     }
 
     private static async Task<(int ExitCode, string Stdout, string Stderr)> RunToEndAsync(
-        string[] args, CancellationToken cancellationToken, Dictionary<string, string>? environment = null)
+        string[] args, CancellationToken cancellationToken, Dictionary<string, string>? environment = null, string? directory = null)
     {
-        using Process host = StartHost(args, environment);
+        using Process host = StartHost(args, environment, directory: directory);
         try
         {
             Task<string> stdout = host.StandardOutput.ReadToEndAsync(cancellationToken);
@@ -203,6 +219,29 @@ public sealed partial class ProgramTests
         finally
         {
             File.Delete(settingsFile);
+        }
+    }
+
+    /// <summary>Runs <paramref name="test"/> with a copy of the host, beside which <paramref name="file"/> holds
+    /// <paramref name="content"/>: for the files the host reads from beside itself whatever its environment says.</summary>
+    private static async Task WithHostCopyAsync(string file, string content, CancellationToken cancellationToken, Func<string, Task> test)
+    {
+        string directory = Path.Combine(Path.GetTempPath(), $"ProgramTests{Guid.NewGuid():N}");
+        Directory.CreateDirectory(directory);
+        try
+        {
+            // The program, its dependencies and its settings: the files of the output folder, not its culture folders.
+            foreach (string original in Directory.EnumerateFiles(AppContext.BaseDirectory))
+            {
+                File.Copy(original, Path.Combine(directory, Path.GetFileName(original)));
+            }
+
+            await File.WriteAllTextAsync(Path.Combine(directory, file), content, cancellationToken);
+            await test(directory);
+        }
+        finally
+        {
+            Directory.Delete(directory, recursive: true);
         }
     }
 

@@ -4,7 +4,9 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using System.Xml;
 using NLog;
+using NLog.Config;
 using NLog.Extensions.Logging;
 using GenericHost = Microsoft.Extensions.Hosting.Host;
 
@@ -20,6 +22,9 @@ internal static class Program
     private const int ExitOk = 0;
     private const int ExitFailed = 1;
     private const int ExitUsage = 2;
+
+    // Beside the program, where NLog looks for it too.
+    private const string LoggingConfigurationFile = "NLog.config";
 
     // The socket engine reads this once, when the process first waits on a socket.
     private const string InlineCompletionsVariable = "DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS";
@@ -48,6 +53,12 @@ internal static class Program
             return await parsed.InvokeAsync().ConfigureAwait(false);
         }
 
+        if (LoadLoggingConfiguration() is { } invalid)
+        {
+            await Console.Error.WriteLineAsync($"SocketServers: {OneLine(invalid)}").ConfigureAwait(false);
+            return ExitUsage;
+        }
+
         try
         {
             return await RunAsync(commandLine.ToConfiguration(parsed)).ConfigureAwait(false);
@@ -55,6 +66,37 @@ internal static class Program
         finally
         {
             LogManager.Shutdown();
+        }
+    }
+
+    /// <summary>Loads NLog.config from beside the program, if it is there, before anything logs: NLog would otherwise
+    /// load it on the first log line, and a file that is not well-formed XML would leave every line lost in silence,
+    /// while one NLog refuses would end the process with the exception.</summary>
+    /// <returns>What is wrong with the file, as one line; <see langword="null"/> when it loaded or is absent.</returns>
+    private static string? LoadLoggingConfiguration()
+    {
+        string path = Path.Combine(AppContext.BaseDirectory, LoggingConfigurationFile);
+        if (!File.Exists(path))
+        {
+            return null;
+        }
+
+        try
+        {
+            // Whatever the file says about its own errors, reading it throws them.
+            LogManager.ThrowConfigExceptions = true;
+            LogManager.Configuration = new XmlLoggingConfiguration(path);
+            return null;
+        }
+        catch (Exception ex) when (ex is NLogConfigurationException or XmlException or IOException or UnauthorizedAccessException)
+        {
+            Exception cause = ex;
+            while (cause is NLogConfigurationException { InnerException: { } inner })
+            {
+                cause = inner;
+            }
+
+            return $"{path} is not a valid NLog configuration: {cause.Message}";
         }
     }
 
