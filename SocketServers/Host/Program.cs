@@ -22,6 +22,7 @@ internal static class Program
     private const int ExitOk = 0;
     private const int ExitFailed = 1;
     private const int ExitUsage = 2;
+    private const int ExitStopCutShort = 3;
 
     // Beside the program, where NLog looks for it too.
     private const string LoggingConfigurationFile = "NLog.config";
@@ -183,6 +184,7 @@ internal static class Program
 
         Console.WriteLine("Press Ctrl+C to stop.");
         using (host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.Register(() => Console.WriteLine("Stopping...")))
+        using (new SecondStopSignal(servers, Console.Out))
         {
             await host.WaitForShutdownAsync().ConfigureAwait(false);
         }
@@ -193,6 +195,13 @@ internal static class Program
             Console.WriteLine(server is TcpEchoServer
                 ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted"
                 : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
+        }
+
+        if (servers.Any(server => server.StopCutShort))
+        {
+            // A supervisor or script that stopped the host learns that clients lost work in flight.
+            await Console.Error.WriteLineAsync("SocketServers: the stop grace period ran out, or a second signal ended it; what was still in flight was closed.").ConfigureAwait(false);
+            return ExitStopCutShort;
         }
 
         return ExitOk;
