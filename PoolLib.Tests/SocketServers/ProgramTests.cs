@@ -61,12 +61,27 @@ public sealed partial class ProgramTests
             Assert.That(stdout, Is.Empty);
         });
 
+    // A misspelled section leaves every setting in it unread: the host would start with none of them.
+    [Test]
+    [CancelAfter(30_000)]
+    public Task Main_SettingsFileWithMisspelledSection_ExitsWithOneLineNamingIt(CancellationToken cancellationToken) =>
+        WithSettingsFileAsync("""{ "SocketServer": { "Servers": "udp" } }""", cancellationToken, async environment =>
+        {
+            (int exitCode, string stdout, string stderr) = await RunToEndAsync([], cancellationToken, new() { ["DOTNET_ENVIRONMENT"] = environment });
+
+            Assert.That(exitCode, Is.EqualTo(2));
+            Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+            Assert.That(stderr, Does.StartWith($"SocketServers: 'SocketServer' in appsettings.{environment}.json is not a section this program reads"));
+            Assert.That(stdout, Is.Empty);
+        });
+
     // Each setting is invalid before anything binds, so a host that took it would listen on 7007 and time out.
     [TestCase("SocketServers__Tcp__Port", "99999", "'SocketServers:Tcp:Port' = '99999'")]
     [TestCase("SocketServers__Tcp__MaxConection", "5", "'SocketServers:Tcp:MaxConection' is not a setting")]
     [TestCase("SocketServers__Servers", "all", "'SocketServers:Servers' expects tcp, udp or both")]
     [TestCase("SocketServers__Servrs", "tcp", "'SocketServers:Servrs' is not a setting")]
     [TestCase("SocketServers__Udp__Prot", "1", "'SocketServers:Udp:Prot' is not a setting")]
+    [TestCase("SocketServers__Udp__Processing", "Threads", "'SocketServers:Udp:Processing' expects ReceiveThreads or ReplyBlock, not 'Threads'.")]
     [CancelAfter(30_000)]
     public async Task Main_InvalidSetting_ExitsWithOneLineNamingIt(string variable, string value, string expected, CancellationToken cancellationToken)
     {
