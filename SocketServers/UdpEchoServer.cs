@@ -71,6 +71,9 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
 
+    // SO_RCVBUF to ask for; 0 for the system's.
+    private readonly int _receiveBufferSize;
+
     // One, or with ReusePort on Linux one per receive.
     private readonly int _socketCount;
 
@@ -146,6 +149,7 @@ public sealed partial class UdpEchoServer : EchoServer
         _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
         _socketCount = SocketsFor(options);
+        _receiveBufferSize = options.ReceiveBufferSize;
         _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
     }
 
@@ -163,11 +167,16 @@ public sealed partial class UdpEchoServer : EchoServer
     {
         Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
-        if (_replyFromDestination)
+        foreach (Socket socket in sockets)
         {
-            foreach (Socket socket in sockets)
+            if (_replyFromDestination)
             {
                 PacketInfoSocket.ReportDestinations(socket);
+            }
+
+            if (_receiveBufferSize > 0)
+            {
+                socket.ReceiveBufferSize = _receiveBufferSize;
             }
         }
 
@@ -187,7 +196,7 @@ public sealed partial class UdpEchoServer : EchoServer
             throw;
         }
 
-        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, DroppedSourcesText());
+        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
         return bound;
     }
 

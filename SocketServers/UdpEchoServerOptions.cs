@@ -19,6 +19,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The most receives <see cref="ConcurrentReceives"/> = 0 (the default) gives: 16.</summary>
     public const int MaxAutomaticConcurrentReceives = 16;
 
+    /// <summary>The largest accepted <see cref="ReceiveBufferSize"/>: 1 GiB.</summary>
+    public const int MaxReceiveBufferSize = 1 << 30;
+
     /// <summary>The lowest unprivileged port, 1024: ports below it are reserved for system services.</summary>
     public const int FirstUnprivilegedPort = 1024;
 
@@ -28,6 +31,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     private UdpProcessing _processing = UdpProcessing.ReceiveThreads;
     private int _firstAnsweredPort = FirstUnprivilegedPort;
     private int _maxRepliesPerEndpointPerSecond;
+    private int _receiveBufferSize;
 
     /// <summary>How datagrams are received and replied to; <see cref="UdpProcessing.ReceiveThreads"/> by
     /// default.</summary>
@@ -126,6 +130,18 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     {
         get => _maxRepliesPerEndpointPerSecond;
         set => _maxRepliesPerEndpointPerSecond = CheckRange(value, 0, int.MaxValue);
+    }
+
+    /// <summary>The kernel receive buffer each of the server's sockets asks for (SO_RCVBUF), in bytes, 1 to
+    /// <see cref="MaxReceiveBufferSize"/>; 0, the default, keeps the system's. Datagrams that arrive while every receive
+    /// is busy wait there, and the kernel drops those that do not fit, so a larger buffer absorbs longer bursts.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    /// <remarks>The kernel may grant less (Linux caps it at net.core.rmem_max, unless the process may raise it) and
+    /// counts its own bookkeeping in it (Linux doubles the value); the server's start line logs what it got.</remarks>
+    public int ReceiveBufferSize
+    {
+        get => _receiveBufferSize;
+        set => _receiveBufferSize = CheckRange(value, 0, MaxReceiveBufferSize);
     }
 
     /// <summary>The receives a server with these options makes: <see cref="ConcurrentReceives"/>, or for 0 one per

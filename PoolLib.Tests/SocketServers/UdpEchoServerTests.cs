@@ -92,6 +92,23 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
         await UdpEchoTesting.AssertEchoesAsync(server.LocalEndPoint!, senders: 8, each: 10, cancellationToken);
     }
 
+    // A burst waits in the socket's kernel buffer while the receives are busy; the system's default may be too small.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_ReceiveBufferSize_EverySocketGetsAtLeastThatMuch(CancellationToken cancellationToken)
+    {
+        const int Asked = 256 * 1024;
+        var logger = new Microsoft.Extensions.Logging.Testing.FakeLogger();
+        await using var server = new UdpEchoServer(
+            new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ReceiveBufferSize = Asked }, logger);
+
+        await server.StartAsync(cancellationToken);
+
+        var started = logger.Collector.GetSnapshot().Single(record => record.Message.StartsWith("UDP echo server listening on", StringComparison.Ordinal));
+        Assert.That(int.Parse(started.GetStructuredStateValue("ReceiveBufferSize")!, System.Globalization.CultureInfo.InvariantCulture), Is.GreaterThanOrEqualTo(Asked), started.Message);
+        await UdpEchoTesting.AssertEchoesAsync(server.LocalEndPoint!, senders: 1, each: 3, cancellationToken);
+    }
+
     // A plain socket with SO_REUSEPORT took 39 of 200 datagrams from a server with four receives that shared their port.
     [TestCase(1)]
     [TestCase(4)]
