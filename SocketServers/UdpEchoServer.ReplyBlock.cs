@@ -14,8 +14,9 @@ namespace SocketServers;
 /// <para>
 /// Each socket is a lane: its receive loops hand datagrams to its own reply block, which answers from that socket. With a
 /// socket per receive (reuse-port on Linux), lanes share nothing but the pool and the counters, and the server's replies
-/// run on as many threads as it has receives; on the one socket of a port the server keeps to itself, one block replies. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the
-/// lanes, each taking at least one.
+/// run on as many threads as it has receives; on the one socket of a port the server keeps to itself, one block
+/// replies. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the lanes, each taking at least
+/// one.
 /// </para>
 /// <para>
 /// A reply block replies one datagram at a time on one processing task that lives as long as datagrams keep

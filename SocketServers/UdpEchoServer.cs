@@ -25,10 +25,10 @@ namespace SocketServers;
 /// drops what does not fit in the socket buffer.</description></item>
 /// </list>
 /// <para>
-/// The receives share one socket, which the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/>
-/// on Linux each has a socket of its own on the port (see <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and
-/// each reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger than
-/// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
+/// The receives share one socket, so the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/> on
+/// Linux each has a socket of its own on the port (see <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and each
+/// reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger
+/// than <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
 /// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
 /// </para>
 /// <para>
@@ -167,19 +167,6 @@ public sealed partial class UdpEchoServer : EchoServer
     {
         Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
-        foreach (Socket socket in sockets)
-        {
-            if (_replyFromDestination)
-            {
-                PacketInfoSocket.ReportDestinations(socket);
-            }
-
-            if (_receiveBufferSize > 0)
-            {
-                socket.ReceiveBufferSize = _receiveBufferSize;
-            }
-        }
-
         CreatePool(bound);
         _ownPort = bound.Port;
         _sockets = sockets;
@@ -239,7 +226,8 @@ public sealed partial class UdpEchoServer : EchoServer
     internal static int SocketsFor(UdpEchoServerOptions options)
         => options.ReusePort && OperatingSystem.IsLinux() ? options.EffectiveConcurrentReceives : 1;
 
-    /// <summary>Binds the server's <paramref name="count"/> sockets, which share the port when there are several.</summary>
+    /// <summary>Binds and sets up the server's <paramref name="count"/> sockets, which share the port when there are
+    /// several; a failure leaves none open.</summary>
     private Socket[] BindSockets(int count)
     {
         var sockets = new Socket[count];
@@ -249,8 +237,17 @@ public sealed partial class UdpEchoServer : EchoServer
             IPEndPoint endPoint = _endPoint;
             for (; bound < count; bound++)
             {
-                sockets[bound] = BindSocket(endPoint);
-                endPoint = (IPEndPoint)sockets[bound].LocalEndPoint!;
+                Socket socket = sockets[bound] = BindSocket(endPoint);
+                endPoint = (IPEndPoint)socket.LocalEndPoint!;
+                if (_replyFromDestination)
+                {
+                    PacketInfoSocket.ReportDestinations(socket);
+                }
+
+                if (_receiveBufferSize > 0)
+                {
+                    socket.ReceiveBufferSize = _receiveBufferSize;
+                }
             }
 
             return sockets;

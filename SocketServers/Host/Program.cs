@@ -1,10 +1,10 @@
 using System.CommandLine;
+using System.Xml;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
-using System.Xml;
 using NLog;
 using NLog.Config;
 using NLog.Extensions.Logging;
@@ -160,7 +160,7 @@ internal static class Program
         EchoServer[] servers;
         try
         {
-            // Resolving the servers reads their options, which may be invalid.
+            // Reading the servers' options, here and as they are resolved, may find them invalid.
             if (settings.RunTcp && !FitToOpenFileLimit(host.Services, settings.RunUdp))
             {
                 return ExitFailed;

@@ -11,7 +11,7 @@ namespace SocketServers.Internal;
 /// replies the kernel would otherwise send from the address its routes pick, which a client connected to the address it
 /// sent to never reads. .NET reports the address a datagram was sent to, but cannot send from a chosen one.
 /// </summary>
-/// <remarks>Nothing is allocated: the sender's address goes into a <see cref="SocketAddress"/> the caller keeps, and the
+/// <remarks>Receive and Send allocate nothing: the sender's address goes into a <see cref="SocketAddress"/> the caller keeps, and the
 /// local address into a <see cref="LocalAddress"/>. The calls hold the socket's handle, as .NET's own calls do, so
 /// closing the socket meanwhile unblocks them instead of closing a descriptor in use.</remarks>
 internal static unsafe partial class PacketInfoSocket
@@ -30,8 +30,9 @@ internal static unsafe partial class PacketInfoSocket
     // Room for both packet-info messages a dual-mode socket may receive for an IPv4 datagram.
     private const int ControlBytes = 128;
 
-    /// <summary>Gets whether this platform can send a reply from a chosen address.</summary>
-    public static bool IsSupported => OperatingSystem.IsLinux();
+    /// <summary>Gets whether this platform can send a reply from a chosen address (Linux, whose structures are laid out
+    /// here as little-endian machines have them).</summary>
+    public static bool IsSupported => OperatingSystem.IsLinux() && BitConverter.IsLittleEndian;
 
     /// <summary>Asks the kernel to report, with each datagram <paramref name="socket"/> receives, the address it was sent to.</summary>
     public static void ReportDestinations(Socket socket)
@@ -267,11 +268,19 @@ internal static unsafe partial class PacketInfoSocket
         /// <paramref name="family"/> sends from.</summary>
         public static LocalAddress From(IPPacketInformation packet, AddressFamily family)
         {
-            IPAddress address = family == AddressFamily.InterNetworkV6 && packet.Address.AddressFamily == AddressFamily.InterNetwork
-                ? packet.Address.MapToIPv6()
-                : packet.Address;
+            // No address when the kernel reported none: the reply then leaves from where the routes say.
+            if (packet.Address is not { } address)
+            {
+                return default;
+            }
+
+            if (family == AddressFamily.InterNetworkV6 && address.AddressFamily == AddressFamily.InterNetwork)
+            {
+                address = address.MapToIPv6();
+            }
+
             Span<byte> bytes = stackalloc byte[IPv6Bytes];
-            return address is not null && address.TryWriteBytes(bytes, out int written) ? From(bytes[..written], packet.Interface) : default;
+            return address.TryWriteBytes(bytes, out int written) ? From(bytes[..written], packet.Interface) : default;
         }
 
         /// <summary>The address, for a socket whose family has <paramref name="destination"/>'s length of address.</summary>
