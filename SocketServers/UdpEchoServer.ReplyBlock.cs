@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Dataflow;
@@ -84,6 +85,11 @@ public sealed partial class UdpEchoServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
+        AddressFamily family = lane.Socket.AddressFamily;
+
+        // On a wildcard address the loop receives with the address each datagram was sent to (see
+        // ReceiveWithDestination), and the socket writes each sender's address here; otherwise unused.
+        SocketAddress? sender = _replyFromDestination ? new SocketAddress(family) : null;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -95,14 +101,38 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                await StartReceive(args, lane.Socket).ConfigureAwait(false);
-                if (_replyFromDestination && args.SocketError == SocketError.Success)
+                SocketError error;
+                int length;
+                if (sender is null)
                 {
-                    args.ReplySource = PacketInfoSocket.LocalAddress.From(args.ReceiveMessageFromPacketInfo, lane.Socket.AddressFamily);
+                    await StartReceive(args, lane.Socket).ConfigureAwait(false);
+                    error = args.SocketError;
+                    length = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
+                }
+                else
+                {
+                    // .NET's receive that reports the destination allocates it, so this one is made here: taken if
+                    // there, else waited for with a peek of no bytes, which wakes this loop without taking the datagram.
+                    while ((error = ReceiveWithDestination(lane.Socket, args, sender, out length)) == SocketError.WouldBlock)
+                    {
+                        await WaitForDatagram(args, lane.Socket).ConfigureAwait(false);
+                        args.SetBuffer(0, args.OwnBuffer.Length);
+                        args.SocketFlags = SocketFlags.None;
+                        if (args.SocketError == SocketError.OperationAborted)
+                        {
+                            error = SocketError.OperationAborted;
+                            break;
+                        }
+                    }
+
+                    if (error == SocketError.Success)
+                    {
+                        error = TakeSender(args, family, sender);
+                    }
                 }
 
-                bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
-                ReceiveOutcome outcome = Judge(args, args.SocketError, fits);
+                args.DatagramLength = length;
+                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
                 if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
@@ -151,9 +181,50 @@ public sealed partial class UdpEchoServer
         args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
         try
         {
-            // Only the start throws, synchronously: a pending receive ends with an error, never an exception. On a
-            // wildcard address, a receive that also reports the address the datagram was sent to, the reply's source.
-            return _replyFromDestination ? args.ReceiveMessageFromAsync(socket) : args.ReceiveFromAsync(socket);
+            // Only the start throws, synchronously: a pending receive ends with an error, never an exception.
+            return args.ReceiveFromAsync(socket);
+        }
+        catch (ObjectDisposedException)
+        {
+            args.SocketError = SocketError.OperationAborted;
+            return default;
+        }
+    }
+
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
+    /// without waiting; a test's fault, or a socket already closed, ends it at once.</summary>
+    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
+    private SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    {
+        length = 0;
+        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
+        if (fault != SocketError.Success)
+        {
+            return fault;
+        }
+
+        try
+        {
+            return PacketInfoSocket.Receive(socket, args.OwnBuffer, sender, out args.ReplySource, out length, wait: false);
+        }
+        catch (ObjectDisposedException)
+        {
+            return SocketError.OperationAborted;
+        }
+    }
+
+    /// <summary>Starts a peek of no bytes into <paramref name="args"/>, which completes once a datagram waits on
+    /// <paramref name="socket"/> and leaves it there; the caller restores the args' buffer and flags after it.</summary>
+    /// <returns>The peek, to await; then <see cref="SocketError.OperationAborted"/> once the socket is closed.</returns>
+    /// <remarks>Every loop waiting on the socket wakes for a datagram, and all but one find nothing and wait again: a few
+    /// wake-ups per datagram while the server is idle, none while datagrams keep coming.</remarks>
+    private static ValueTask WaitForDatagram(PooledSocketArgs args, Socket socket)
+    {
+        args.SetBuffer(0, 0);
+        args.SocketFlags = SocketFlags.Peek;
+        try
+        {
+            return args.ReceiveAsync(socket);
         }
         catch (ObjectDisposedException)
         {
@@ -296,7 +367,7 @@ public sealed partial class UdpEchoServer
         {
             try
             {
-                int length = args.BytesTransferred;
+                int length = args.DatagramLength;
                 _server.EndReply(args, length, _server.TrySend(Socket, args, length));
             }
             catch (Exception ex)

@@ -58,7 +58,7 @@ namespace SocketServers;
 /// <para>
 /// On a wildcard address (<see cref="IPAddress.Any"/> or <see cref="IPAddress.IPv6Any"/>) each reply leaves from the
 /// address its datagram was sent to, on Linux, so that a client connected to that address reads it; elsewhere from the
-/// address the routes pick. With <see cref="UdpProcessing.ReplyBlock"/> learning that address allocates, in .NET's receive.
+/// address the routes pick.
 /// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>

@@ -9,9 +9,9 @@ namespace SocketServers.Internal;
 /// Receives datagrams with the local address each was sent to, and sends replies from a given local address
 /// (IP_PKTINFO and IPV6_PKTINFO through recvmsg and sendmsg, Linux): for a socket bound to a wildcard address, whose
 /// replies the kernel would otherwise send from the address its routes pick, which a client connected to the address it
-/// sent to never reads. .NET reports the address a datagram was sent to, but cannot send from a chosen one.
+/// sent to never reads. .NET cannot send from a chosen address, and its receive that reports one allocates it.
 /// </summary>
-/// <remarks>Receive and Send allocate nothing: the sender's address goes into a <see cref="SocketAddress"/> the caller keeps, and the
+/// <remarks>Nothing is allocated: the sender's address goes into a <see cref="SocketAddress"/> the caller keeps, and the
 /// local address into a <see cref="LocalAddress"/>. The calls hold the socket's handle, as .NET's own calls do, so
 /// closing the socket meanwhile unblocks them instead of closing a descriptor in use.</remarks>
 internal static unsafe partial class PacketInfoSocket
@@ -22,6 +22,7 @@ internal static unsafe partial class PacketInfoSocket
     private const int IpProtocolIPv6 = 41;
     private const int IPv6ReceivePacketInfo = 49;
     private const int IPv6PacketInfo = 50;
+    private const int DontWait = 0x40;
     private const int ErrorInterrupted = 4;
     private const int ErrorWouldBlock = 11;
     private const int IPv4Bytes = 4;
@@ -56,8 +57,9 @@ internal static unsafe partial class PacketInfoSocket
     /// <param name="sender">Takes the sender's address.</param>
     /// <param name="destination">Takes the address the datagram was sent to; <see cref="LocalAddress.IsKnown"/> is false if the kernel did not say.</param>
     /// <param name="length">The datagram's length, as far as it fit.</param>
+    /// <param name="wait">Whether to wait for a datagram; if not, <see cref="SocketError.WouldBlock"/> says none is there.</param>
     /// <returns>How the receive went.</returns>
-    public static SocketError Receive(Socket socket, Span<byte> buffer, SocketAddress sender, out LocalAddress destination, out int length)
+    public static SocketError Receive(Socket socket, Span<byte> buffer, SocketAddress sender, out LocalAddress destination, out int length, bool wait = true)
     {
         byte* control = stackalloc byte[ControlBytes];
         destination = default;
@@ -75,9 +77,15 @@ internal static unsafe partial class PacketInfoSocket
                 ControlLength = ControlBytes,
             };
             nint received;
-            while ((received = recvmsg(socket.SafeHandle, &message, 0)) < 0)
+            while ((received = recvmsg(socket.SafeHandle, &message, wait ? 0 : DontWait)) < 0)
             {
                 int errno = Marshal.GetLastPInvokeError();
+                if (errno == ErrorWouldBlock && !wait)
+                {
+                    length = 0;
+                    return SocketError.WouldBlock;
+                }
+
                 if (errno == ErrorWouldBlock)
                 {
                     // A socket the runtime made non-blocking: wait as a blocking receive would.
@@ -262,25 +270,6 @@ internal static unsafe partial class PacketInfoSocket
             }
 
             return local;
-        }
-
-        /// <summary>The address .NET reported for a datagram received with ReceiveMessageFrom, in the form a socket of
-        /// <paramref name="family"/> sends from.</summary>
-        public static LocalAddress From(IPPacketInformation packet, AddressFamily family)
-        {
-            // No address when the kernel reported none: the reply then leaves from where the routes say.
-            if (packet.Address is not { } address)
-            {
-                return default;
-            }
-
-            if (family == AddressFamily.InterNetworkV6 && address.AddressFamily == AddressFamily.InterNetwork)
-            {
-                address = address.MapToIPv6();
-            }
-
-            Span<byte> bytes = stackalloc byte[IPv6Bytes];
-            return address.TryWriteBytes(bytes, out int written) ? From(bytes[..written], packet.Interface) : default;
         }
 
         /// <summary>The address, for a socket whose family has <paramref name="destination"/>'s length of address.</summary>

@@ -23,7 +23,6 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receive = static (socket, args) => socket.ReceiveAsync(args);
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_send = static (socket, args) => socket.SendAsync(args);
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receiveFrom = static (socket, args) => socket.ReceiveFromAsync(args);
-    private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receiveMessageFrom = static (socket, args) => socket.ReceiveMessageFromAsync(args);
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_sendTo = static (socket, args) => socket.SendToAsync(args);
 
     // Reset before each awaited operation; completed once by OnCompleted when that operation was pending.
@@ -39,6 +38,10 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     /// <summary>The address the datagram in this args was sent to, which the reply leaves from: set by a UDP server on a
     /// wildcard address (see <see cref="PacketInfoSocket"/>), unknown otherwise. A field, so that a receive fills it in place.</summary>
     public PacketInfoSocket.LocalAddress ReplySource;
+
+    /// <summary>The length of the datagram in this args' buffer, for its reply: set by a UDP receive loop before it hands
+    /// the args over.</summary>
+    public int DatagramLength;
 
     public PooledSocketArgs(byte[] buffer)
         : base(unsafeSuppressExecutionContextFlow: true)
@@ -80,8 +83,6 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     public ValueTask SendAsync(Socket socket) => Start(socket, s_send);
 
     public ValueTask ReceiveFromAsync(Socket socket) => Start(socket, s_receiveFrom);
-
-    public ValueTask ReceiveMessageFromAsync(Socket socket) => Start(socket, s_receiveMessageFrom);
 
     public ValueTask SendToAsync(Socket socket) => Start(socket, s_sendTo);
 
