@@ -216,8 +216,6 @@ public sealed partial class UdpEchoServer
     /// <summary>Starts a peek of no bytes into <paramref name="args"/>, which completes once a datagram waits on
     /// <paramref name="socket"/> and leaves it there; the caller restores the args' buffer and flags after it.</summary>
     /// <returns>The peek, to await; then <see cref="SocketError.OperationAborted"/> once the socket is closed.</returns>
-    /// <remarks>Every loop waiting on the socket wakes for a datagram, and all but one find nothing and wait again: a few
-    /// wake-ups per datagram while the server is idle, none while datagrams keep coming.</remarks>
     private static ValueTask WaitForDatagram(PooledSocketArgs args, Socket socket)
     {
         args.SetBuffer(0, 0);

@@ -134,15 +134,15 @@ public sealed partial class UdpEchoServer : EchoServer
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
-                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + options.EffectiveConcurrentReceives
-                : options.EffectiveConcurrentReceives,
+                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
+                : ReceivesFor(options),
             poolKind: "udp-echo-args",
             logger,
             faults)
     {
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
-        _concurrentReceives = options.EffectiveConcurrentReceives;
+        _concurrentReceives = ReceivesFor(options);
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
         _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
@@ -218,6 +218,13 @@ public sealed partial class UdpEchoServer : EchoServer
         DisposeReplyBlock();
         Logger.UdpStopped(LocalEndPoint, Counters);
     }
+
+    /// <summary>How many receives a server with <paramref name="options"/> makes: the options' number, but with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per socket.</summary>
+    /// <remarks>.NET's socket engine completes one socket's asynchronous receives one at a time, and keeps an operation
+    /// for only one of them pending: every further one pending on the socket allocates another.</remarks>
+    private static int ReceivesFor(UdpEchoServerOptions options)
+        => options.Processing == UdpProcessing.ReplyBlock ? SocketsFor(options) : options.EffectiveConcurrentReceives;
 
     /// <summary>How many sockets a server with <paramref name="options"/> binds: one for all its receives, unless
     /// <see cref="EchoServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>

@@ -55,7 +55,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>) but one, and with
     /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors; at least 1, at most
     /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
-    /// receive threads.</summary>
+    /// receive threads. With <see cref="UdpProcessing.ReplyBlock"/>, one receive per socket: one, unless
+    /// <see cref="EchoServerOptions.ReusePort"/> gives each of these receives a socket (.NET's socket engine completes a
+    /// socket's receives one at a time, and allocates for each pending beyond the first).</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>

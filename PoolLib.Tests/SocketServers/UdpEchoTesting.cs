@@ -42,18 +42,13 @@ internal static class UdpEchoTesting
     }
 
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
-    /// and every args but those of its receives is back in the pool.</summary>
-    public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
-        => WaitForIdleAsync(server, server.ConcurrentReceives, datagrams, cancellationToken);
-
-    /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
-    /// and every args but those of the <paramref name="receives"/> outstanding receives is back in the pool.</summary>
+    /// and every args but those of its outstanding receives is back in the pool.</summary>
     /// <remarks>The count comes first: a receive thread replies on the args it received into, so while it replies
     /// to the last datagram the pool already looks idle. It counts a datagram before it returns the args.</remarks>
-    public static Task WaitForIdleAsync(UdpEchoServer server, int receives, long datagrams, CancellationToken cancellationToken)
+    public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
     {
         return Poll.UntilAsync(
-            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - receives,
+            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - server.ConcurrentReceives,
             cancellationToken);
     }
 }
