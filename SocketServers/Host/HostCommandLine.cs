@@ -111,7 +111,7 @@ internal sealed class HostCommandLine
                 UdpEchoServerOptions.MaxConcurrentReceives,
                 0,
                 "N",
-                $"UDP receive threads, or outstanding receives with block; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}"),
+                $"UDP receive threads; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}; with --reuse-port each has a socket, and block receives once per socket"),
             value => [(Udp + "ConcurrentReceives", Text(value))]),
         Row(
             WholeNumber("--udp-receive-buffer", 0, UdpEchoServerOptions.MaxReceiveBufferSize, 0, "BYTES", "UDP: the kernel receive buffer each socket asks for, where bursts wait; 0 the system's"),
