@@ -54,6 +54,9 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     // Created by StartCore (CreatePool), before any loop that takes from it starts; null before the first start.
     private SocketArgsPool? _pool;
 
+    // Set once the stop closed work in flight at the end of the grace period.
+    private bool _stopCutShort;
+
     private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
     {
         Logger = logger ?? NullLogger.Instance;
@@ -129,6 +132,10 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// waits before it goes on; a stop ends the wait at once. Long enough that a fault that recurs at once is not a busy
     /// loop, short enough that one that passes costs little service. Settable before <see cref="StartAsync"/>, for tests.</summary>
     internal TimeSpan RestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>Gets whether the stop's grace period ran out (or was cut) with work in flight, which it then closed:
+    /// TCP connections that had not finished, UDP replies not sent.</summary>
+    internal bool StopCutShort => Volatile.Read(ref _stopCutShort);
 
     /// <summary>Loops started again after an unexpected exception, since start.</summary>
     internal long LoopRestarts => Count.LoopRestarts;
@@ -244,6 +251,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             await drained.WaitAsync(_stopGracePeriod, _gracePeriodCut.Token).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             if (!drained.IsCompleted)
             {
+                Volatile.Write(ref _stopCutShort, true);
                 Abort();
             }
 
@@ -290,13 +298,8 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// becomes the exception <see cref="StartAsync"/> documents.</summary>
     /// <param name="endPoint">The address and port to bind.</param>
     /// <param name="listenBacklog">The listen backlog; 0 for a socket that does not listen.</param>
-    /// <param name="sharePort">Whether to share the port with other sockets that ask for it (SO_REUSEPORT, Linux only)
-    /// even when <see cref="EchoServerOptions.ReusePort"/> is not set: for the server's own sockets.</param>
-    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0, bool sharePort = false)
-        => SocketBinding.Bind(endPoint, Protocol, ProtocolName, listenBacklog, _reusePort || sharePort);
-
-    /// <summary>Whether other processes may share the server's port (<see cref="EchoServerOptions.ReusePort"/>).</summary>
-    private protected bool ReusePort => _reusePort;
+    private protected Socket BindSocket(IPEndPoint endPoint, int listenBacklog = 0)
+        => SocketBinding.Bind(endPoint, Protocol, ProtocolName, listenBacklog, _reusePort);
 
     /// <summary>Takes an args for the next operation, waiting while the pool is exhausted.</summary>
     /// <returns>The slot, or <see langword="null"/> once the server is stopping.</returns>

@@ -172,22 +172,28 @@ public sealed partial class TcpEchoServer
         }
     }
 
-    /// <summary>Whether every connection is taken and a client is waiting in the listen backlog.</summary>
-    private bool IsFullWithClientWaiting()
+    /// <summary>How many clients wait in the listen backlog while every connection is taken: as many as the listener's
+    /// accept queue holds on Linux, elsewhere 1 when any does; 0 while there is room.</summary>
+    private int WaitingClients()
     {
         if (Count.OpenConnections < _maxConnections || _listener is not { } listener)
         {
-            return false;
+            return 0;
+        }
+
+        if (QueuedConnections is > 0 and var queued)
+        {
+            return (int)Math.Min(queued, int.MaxValue);
         }
 
         try
         {
             // A listening socket reads as readable while a connection waits to be accepted.
-            return listener.Poll(0, SelectMode.SelectRead);
+            return listener.Poll(0, SelectMode.SelectRead) ? 1 : 0;
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
         {
-            return false;
+            return 0;
         }
     }
 

@@ -60,6 +60,9 @@ public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
     // Every open connection, and the sweep that closes idle ones and evicts slow ones.
     private readonly IdleAndSlowConnectionSweep _sweep;
 
+    // Milliseconds, monotonic, for the connections and the sweep; null for Environment.TickCount64, read directly.
+    private readonly Func<long>? _clock;
+
     // The receive buffers, lent to a connection only while data is there; one per connection at most,
     // so a take never waits, and idle ones go back to the GC after a while. Created by StartCore, named for the endpoint.
     private Pool<byte[]>? _buffers;
@@ -106,6 +109,17 @@ public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
+        : this(options, logger, faults, time: null)
+    {
+    }
+
+    /// <summary>Creates a TCP echo server that meets the faults a test injects and runs its sweep on a test's clock.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
+    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
+    /// <param name="time">What the idle and slow-connection sweep and the connections' timestamps run on;
+    /// <see langword="null"/> for the system's.</param>
+    internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, FaultInjection? faults, TimeProvider? time)
         : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: "tcp-echo-args", logger, faults)
     {
         _bufferSize = options.BufferSize;
@@ -115,7 +129,9 @@ public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
         _maxConnections = options.MaxConnections;
         _rejectWhenFull = options.RejectWhenFull;
         _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
-        _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep);
+        time ??= TimeProvider.System;
+        _clock = time == TimeProvider.System ? null : () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep, time, _clock);
     }
 
     /// <inheritdoc/>
@@ -134,7 +150,7 @@ public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
         _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
         if (_sweep.IsNeeded)
         {
-            _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(IsFullWithClientWaiting, StoppingToken), "sweep");
+            _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(WaitingClients, StoppingToken), "sweep");
         }
 
         Logger.TcpListening(
@@ -208,6 +224,8 @@ public sealed partial class TcpEchoServer : EchoServer, ITcpConnectionOwner
         _buffers?.Dispose();
         return Task.CompletedTask;
     }
+
+    Func<long>? ITcpConnectionOwner.Clock => _clock;
 
     ILogger ITcpConnectionOwner.Logger => Logger;
 

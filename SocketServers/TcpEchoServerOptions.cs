@@ -62,10 +62,12 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>The data rate, in bytes received per second, that keeps a connection safe from eviction:
-    /// when every one of <see cref="MaxConnections"/> is taken and a new client waits in the backlog, the
-    /// server closes the connection that has been quiet longest among those that received less than this
-    /// both over their last complete <see cref="SlowConnectionWindow"/> and since it ended, so a connection
-    /// that receives at least this much now is never closed for this. 1024 by default; 0 never evicts.</summary>
+    /// while every one of <see cref="MaxConnections"/> is taken and new clients wait in the backlog, the
+    /// server closes, every eighth of a <see cref="SlowConnectionWindow"/>, as many connections as clients wait
+    /// (on Linux, which counts them; elsewhere one), those quiet longest among the ones that received less than
+    /// this both over their last complete window and since it ended, or, in their first window, since they
+    /// opened. So a connection that receives at least this much now is never closed for this. 1024 by default;
+    /// 0 never evicts.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     public int MinDataRate
     {
@@ -74,7 +76,8 @@ public sealed class TcpEchoServerOptions : EchoServerOptions
     }
 
     /// <summary>How long a connection's data rate is averaged over (see <see cref="MinDataRate"/>); a new
-    /// connection cannot be evicted before one window has passed. 2 seconds by default, from one millisecond to one hour.</summary>
+    /// connection is judged over its life until its first window ends, from a sixteenth of a window on. 2 seconds by
+    /// default, from one millisecond to one hour.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public TimeSpan SlowConnectionWindow
     {

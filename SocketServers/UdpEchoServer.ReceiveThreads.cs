@@ -11,8 +11,9 @@ namespace SocketServers;
 /// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it
 /// to the pool, and starts again: a datagram is received and answered on the thread the kernel wakes, with no
 /// hand-off to another thread. The sockets never run an asynchronous operation, so they stay in blocking mode and
-/// a receive waits in the kernel, not in the runtime's event loop. Where the server has a socket per thread (Linux),
-/// the threads share nothing but the pool and the counters.
+/// a receive waits in the kernel, not in the runtime's event loop, and the kernel wakes one of the threads waiting on
+/// a socket for each datagram. Where the server has a socket per thread (reuse-port on Linux), the threads share
+/// nothing but the pool and the counters.
 /// </para>
 /// <para>
 /// Stopping: on Linux, shutting down a socket's receive side wakes every blocked receive at once (the call
@@ -127,7 +128,7 @@ public sealed partial class UdpEchoServer
                 SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
                 if (error == SocketError.Success)
                 {
-                    error = Receive(socket, args.OwnBuffer, sender, out length);
+                    error = Receive(socket, args, sender, out length);
                 }
 
                 if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
@@ -190,17 +191,24 @@ public sealed partial class UdpEchoServer
         return taking.IsCompletedSuccessfully ? taking.Result : taking.AsTask().GetAwaiter().GetResult();
     }
 
-    /// <summary>Waits for one datagram.</summary>
+    /// <summary>Waits for one datagram into <paramref name="args"/>' buffer; on a wildcard address, with the address it
+    /// was sent to.</summary>
     /// <returns>The receive's outcome; <see cref="SocketError.OperationAborted"/> once the socket is closed, or
     /// when the receive fails in any way while the server stops.</returns>
-    private SocketError Receive(Socket socket, byte[] buffer, SocketAddress sender, out int length)
+    private SocketError Receive(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
     {
         try
         {
             // A datagram larger than the buffer arrives truncated to its length, one byte above the largest
             // accepted size, and is dropped as too large.
-            length = socket.ReceiveFrom(buffer, SocketFlags.None, sender);
-            return SocketError.Success;
+            if (!_replyFromDestination)
+            {
+                length = socket.ReceiveFrom(args.OwnBuffer, SocketFlags.None, sender);
+                return SocketError.Success;
+            }
+
+            SocketError error = PacketInfoSocket.Receive(socket, args.OwnBuffer, sender, out args.ReplySource, out length);
+            return error == SocketError.Success || !StoppingToken.IsCancellationRequested ? error : SocketError.OperationAborted;
         }
         catch (SocketException ex) when (!StoppingToken.IsCancellationRequested)
         {

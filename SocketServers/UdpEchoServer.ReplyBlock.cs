@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Dataflow;
@@ -13,9 +14,10 @@ namespace SocketServers;
 /// <remarks>
 /// <para>
 /// Each socket is a lane: its receive loops hand datagrams to its own reply block, which answers from that socket. With a
-/// socket per receive (Linux), lanes share nothing but the pool and the counters, and the server's replies run on as
-/// many threads as it has receives. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the
-/// lanes, each taking at least one.
+/// socket per receive (reuse-port on Linux), lanes share nothing but the pool and the counters, and the server's replies
+/// run on as many threads as it has receives; on the one socket of a port the server keeps to itself, one block
+/// replies. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the lanes, each taking at least
+/// one.
 /// </para>
 /// <para>
 /// A reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
@@ -83,6 +85,11 @@ public sealed partial class UdpEchoServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
+        AddressFamily family = lane.Socket.AddressFamily;
+
+        // On a wildcard address the loop receives with the address each datagram was sent to (see
+        // ReceiveWithDestination), and the socket writes each sender's address here; otherwise unused.
+        SocketAddress? sender = _replyFromDestination ? new SocketAddress(family) : null;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -94,9 +101,38 @@ public sealed partial class UdpEchoServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                await StartReceive(args, lane.Socket).ConfigureAwait(false);
-                bool fits = args.BytesTransferred <= _maxDatagramSize && (args.SocketFlags & SocketFlags.Truncated) == 0;
-                ReceiveOutcome outcome = Judge(args, args.SocketError, fits);
+                SocketError error;
+                int length;
+                if (sender is null)
+                {
+                    await StartReceive(args, lane.Socket).ConfigureAwait(false);
+                    error = args.SocketError;
+                    length = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
+                }
+                else
+                {
+                    // .NET's receive that reports the destination allocates it, so this one is made here: taken if
+                    // there, else waited for with a peek of no bytes, which wakes this loop without taking the datagram.
+                    while ((error = ReceiveWithDestination(lane.Socket, args, sender, out length)) == SocketError.WouldBlock)
+                    {
+                        await WaitForDatagram(args, lane.Socket).ConfigureAwait(false);
+                        args.SetBuffer(0, args.OwnBuffer.Length);
+                        args.SocketFlags = SocketFlags.None;
+                        if (args.SocketError == SocketError.OperationAborted)
+                        {
+                            error = SocketError.OperationAborted;
+                            break;
+                        }
+                    }
+
+                    if (error == SocketError.Success)
+                    {
+                        error = TakeSender(args, family, sender);
+                    }
+                }
+
+                args.DatagramLength = length;
+                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
                 if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
@@ -147,6 +183,46 @@ public sealed partial class UdpEchoServer
         {
             // Only the start throws, synchronously: a pending receive ends with an error, never an exception.
             return args.ReceiveFromAsync(socket);
+        }
+        catch (ObjectDisposedException)
+        {
+            args.SocketError = SocketError.OperationAborted;
+            return default;
+        }
+    }
+
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
+    /// without waiting; a test's fault, or a socket already closed, ends it at once.</summary>
+    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
+    private SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    {
+        length = 0;
+        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
+        if (fault != SocketError.Success)
+        {
+            return fault;
+        }
+
+        try
+        {
+            return PacketInfoSocket.Receive(socket, args.OwnBuffer, sender, out args.ReplySource, out length, wait: false);
+        }
+        catch (ObjectDisposedException)
+        {
+            return SocketError.OperationAborted;
+        }
+    }
+
+    /// <summary>Starts a peek of no bytes into <paramref name="args"/>, which completes once a datagram waits on
+    /// <paramref name="socket"/> and leaves it there; the caller restores the args' buffer and flags after it.</summary>
+    /// <returns>The peek, to await; then <see cref="SocketError.OperationAborted"/> once the socket is closed.</returns>
+    private static ValueTask WaitForDatagram(PooledSocketArgs args, Socket socket)
+    {
+        args.SetBuffer(0, 0);
+        args.SocketFlags = SocketFlags.Peek;
+        try
+        {
+            return args.ReceiveAsync(socket);
         }
         catch (ObjectDisposedException)
         {
@@ -289,8 +365,8 @@ public sealed partial class UdpEchoServer
         {
             try
             {
-                int length = args.BytesTransferred;
-                _server.EndReply(args, length, TrySend(Socket, args, length));
+                int length = args.DatagramLength;
+                _server.EndReply(args, length, _server.TrySend(Socket, args, length));
             }
             catch (Exception ex)
             {

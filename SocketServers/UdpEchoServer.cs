@@ -25,10 +25,10 @@ namespace SocketServers;
 /// drops what does not fit in the socket buffer.</description></item>
 /// </list>
 /// <para>
-/// On Linux, several receives each have a socket of their own on the server's port (see
-/// <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and each reply leaves from the socket its datagram came in
-/// on. Either way memory never grows with the load. A datagram larger than
-/// <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
+/// The receives share one socket, so the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/> on
+/// Linux each has a socket of its own on the port (see <see cref="UdpEchoServerOptions.ConcurrentReceives"/>), and each
+/// reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger
+/// than <see cref="UdpEchoServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
 /// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
 /// </para>
 /// <para>
@@ -55,6 +55,11 @@ namespace SocketServers;
 /// sender in and updates it in place, and the reply is sent synchronously to the socket address that endpoint
 /// keeps.
 /// </para>
+/// <para>
+/// On a wildcard address (<see cref="IPAddress.Any"/> or <see cref="IPAddress.IPv6Any"/>) each reply leaves from the
+/// address its datagram was sent to, on Linux, so that a client connected to that address reads it; elsewhere from the
+/// address the routes pick.
+/// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>
 /// </remarks>
 public sealed partial class UdpEchoServer : EchoServer
@@ -66,6 +71,15 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
 
+    // SO_RCVBUF to ask for; 0 for the system's.
+    private readonly int _receiveBufferSize;
+
+    // One, or with ReusePort on Linux one per receive.
+    private readonly int _socketCount;
+
+    // Bound to a wildcard address, where Linux lets replies leave from the address each datagram was sent to.
+    private readonly bool _replyFromDestination;
+
     // Datagrams from source ports below this are dropped; 0 when every port is answered.
     private readonly int _firstAnsweredPort;
 
@@ -76,7 +90,7 @@ public sealed partial class UdpEchoServer : EchoServer
     private readonly LogRateLimiter _replyWarnings = new();
     private readonly LogRateLimiter _replyFaults = new();
 
-    // The bound sockets: one per receive on Linux, else one; set by StartCore before any receive starts.
+    // The bound sockets (see _socketCount); set by StartCore before any receive starts.
     private Socket[] _sockets = [];
 
     // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
@@ -120,20 +134,23 @@ public sealed partial class UdpEchoServer : EchoServer
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
-                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options.EffectiveConcurrentReceives)) + options.EffectiveConcurrentReceives
-                : options.EffectiveConcurrentReceives,
+                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
+                : ReceivesFor(options),
             poolKind: "udp-echo-args",
             logger,
             faults)
     {
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
-        _concurrentReceives = options.EffectiveConcurrentReceives;
+        _concurrentReceives = ReceivesFor(options);
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
         _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
         _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
+        _socketCount = SocketsFor(options);
+        _receiveBufferSize = options.ReceiveBufferSize;
+        _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
     }
 
     /// <inheritdoc/>
@@ -148,7 +165,7 @@ public sealed partial class UdpEchoServer : EchoServer
 
     private protected override IPEndPoint StartCore()
     {
-        Socket[] sockets = BindSockets(SocketsFor(_concurrentReceives));
+        Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
         CreatePool(bound);
         _ownPort = bound.Port;
@@ -166,7 +183,7 @@ public sealed partial class UdpEchoServer : EchoServer
             throw;
         }
 
-        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, DroppedSourcesText());
+        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
         return bound;
     }
 
@@ -202,41 +219,42 @@ public sealed partial class UdpEchoServer : EchoServer
         Logger.UdpStopped(LocalEndPoint, Counters);
     }
 
-    /// <returns>How many sockets <paramref name="receives"/> receives have: one each on Linux, where the kernel spreads
-    /// the senders over sockets that share a port (SO_REUSEPORT), else one for all.</returns>
-    private static int SocketsFor(int receives) => OperatingSystem.IsLinux() ? receives : 1;
+    /// <summary>How many receives a server with <paramref name="options"/> makes: the options' number, but with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per socket.</summary>
+    /// <remarks>.NET's socket engine completes one socket's asynchronous receives one at a time, and keeps an operation
+    /// for only one of them pending: every further one pending on the socket allocates another.</remarks>
+    private static int ReceivesFor(UdpEchoServerOptions options)
+        => options.Processing == UdpProcessing.ReplyBlock ? SocketsFor(options) : options.EffectiveConcurrentReceives;
 
-    /// <summary>
-    /// Binds the server's sockets: one, or <paramref name="count"/> that share the port (SO_REUSEPORT, Linux only), so
-    /// that the kernel spreads senders over them.
-    /// </summary>
-    /// <remarks>
-    /// Sharing would also let a later server of the same user join the port silently. Unless the options ask for
-    /// sharing, the port is first bound alone, which fails as a single socket does when anybody has it, and then
-    /// released for the shared sockets: another process binding it in between makes the start fail as "in use".
-    /// </remarks>
+    /// <summary>How many sockets a server with <paramref name="options"/> binds: one for all its receives, unless
+    /// <see cref="EchoServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>
+    /// <remarks>Sockets of one port spread over by the kernel (SO_REUSEPORT) are open to any later socket of the same
+    /// user that asks for it too; without ReusePort the port must stay this server's alone, so one socket.</remarks>
+    internal static int SocketsFor(UdpEchoServerOptions options)
+        => options.ReusePort && OperatingSystem.IsLinux() ? options.EffectiveConcurrentReceives : 1;
+
+    /// <summary>Binds and sets up the server's <paramref name="count"/> sockets, which share the port when there are
+    /// several; a failure leaves none open.</summary>
     private Socket[] BindSockets(int count)
     {
-        if (count == 1)
-        {
-            return [BindSocket(_endPoint)];
-        }
-
-        IPEndPoint endPoint = _endPoint;
-        if (!ReusePort)
-        {
-            using Socket claim = BindSocket(_endPoint);
-            endPoint = (IPEndPoint)claim.LocalEndPoint!;
-        }
-
         var sockets = new Socket[count];
         int bound = 0;
         try
         {
+            IPEndPoint endPoint = _endPoint;
             for (; bound < count; bound++)
             {
-                sockets[bound] = BindSocket(endPoint, sharePort: true);
-                endPoint = (IPEndPoint)sockets[bound].LocalEndPoint!;
+                Socket socket = sockets[bound] = BindSocket(endPoint);
+                endPoint = (IPEndPoint)socket.LocalEndPoint!;
+                if (_replyFromDestination)
+                {
+                    PacketInfoSocket.ReportDestinations(socket);
+                }
+
+                if (_receiveBufferSize > 0)
+                {
+                    socket.ReceiveBufferSize = _receiveBufferSize;
+                }
             }
 
             return sockets;
@@ -260,9 +278,10 @@ public sealed partial class UdpEchoServer : EchoServer
         }
     }
 
-    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>.</summary>
+    /// <summary>Sends the datagram in <paramref name="args"/> back to its sender from <paramref name="socket"/>, and on a
+    /// wildcard address from the address it was sent to.</summary>
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
-    private static Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
+    private Exception? TrySend(Socket socket, PooledSocketArgs args, int length)
     {
         if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
         {
@@ -277,7 +296,14 @@ public sealed partial class UdpEchoServer : EchoServer
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
             if (args.RemoteEndPoint is ReusableIPEndPoint sender)
             {
-                socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                if (!_replyFromDestination)
+                {
+                    socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                }
+                else if (PacketInfoSocket.Send(socket, datagram, sender.SocketAddress, args.ReplySource) is var error and not SocketError.Success)
+                {
+                    return new SocketException((int)error);
+                }
             }
             else
             {

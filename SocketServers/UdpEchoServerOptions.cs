@@ -19,6 +19,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// <summary>The most receives <see cref="ConcurrentReceives"/> = 0 (the default) gives: 16.</summary>
     public const int MaxAutomaticConcurrentReceives = 16;
 
+    /// <summary>The largest accepted <see cref="ReceiveBufferSize"/>: 1 GiB.</summary>
+    public const int MaxReceiveBufferSize = 1 << 30;
+
     /// <summary>The lowest unprivileged port, 1024: ports below it are reserved for system services.</summary>
     public const int FirstUnprivilegedPort = 1024;
 
@@ -28,6 +31,7 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     private UdpProcessing _processing = UdpProcessing.ReceiveThreads;
     private int _firstAnsweredPort = FirstUnprivilegedPort;
     private int _maxRepliesPerEndpointPerSecond;
+    private int _receiveBufferSize;
 
     /// <summary>How datagrams are received and replied to; <see cref="UdpProcessing.ReceiveThreads"/> by
     /// default.</summary>
@@ -51,16 +55,19 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// default: one per processor this process may run on (<see cref="Environment.ProcessorCount"/>) but one, and with
     /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors; at least 1, at most
     /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
-    /// receive threads.</summary>
+    /// receive threads. With <see cref="UdpProcessing.ReplyBlock"/>, one receive per socket: one, unless
+    /// <see cref="EchoServerOptions.ReusePort"/> gives each of these receives a socket (.NET's socket engine completes a
+    /// socket's receives one at a time, and allocates for each pending beyond the first).</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>
-    /// On Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
+    /// The receives wait on one socket, and the kernel hands each datagram to one of them, so a port in use is an error
+    /// and no later socket can join the port, whatever the number. With <see cref="EchoServerOptions.ReusePort"/> on
+    /// Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
     /// sender's datagrams to one of them (SO_REUSEPORT, chosen by a hash of the sender's address and port): the receives
     /// share no queue and no lock, a sender's echoes come back in the order it sent, and a single sender is served by
-    /// one receive at a time. The port stays the server's alone unless <see cref="EchoServerOptions.ReusePort"/> is set:
-    /// the server first binds it as one socket, which fails while anybody else has it. Elsewhere the receives share one
-    /// socket.
+    /// one receive at a time; but any later socket of the same user that asks for reuse-port joins them, as it is meant
+    /// to for a second server process.
     /// </para>
     /// <para>
     /// Why one processor fewer: a receive that finds no datagram waiting sleeps, and each datagram then costs a
@@ -70,8 +77,9 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     /// it, and its reply block's), hence half as many.
     /// </para>
     /// <para>
-    /// Why no more than 16 by default: each socket has its own kernel receive buffer, so the datagrams the kernel holds
-    /// for the server grow with the receives; set a larger number where the cores are there to answer them.
+    /// Why no more than 16 by default: the receives beyond keep threads waiting that the load seldom needs, and with
+    /// reuse-port each socket has its own kernel receive buffer, so the datagrams the kernel holds for the server grow
+    /// with the receives; set a larger number where the cores are there to answer them.
     /// </para>
     /// </remarks>
     public int ConcurrentReceives
@@ -124,6 +132,18 @@ public sealed class UdpEchoServerOptions : EchoServerOptions
     {
         get => _maxRepliesPerEndpointPerSecond;
         set => _maxRepliesPerEndpointPerSecond = CheckRange(value, 0, int.MaxValue);
+    }
+
+    /// <summary>The kernel receive buffer each of the server's sockets asks for (SO_RCVBUF), in bytes, 1 to
+    /// <see cref="MaxReceiveBufferSize"/>; 0, the default, keeps the system's. Datagrams that arrive while every receive
+    /// is busy wait there, and the kernel drops those that do not fit, so a larger buffer absorbs longer bursts.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    /// <remarks>The kernel may grant less (Linux caps it at net.core.rmem_max, unless the process may raise it) and
+    /// counts its own bookkeeping in it (Linux doubles the value); the server's start line logs what it got.</remarks>
+    public int ReceiveBufferSize
+    {
+        get => _receiveBufferSize;
+        set => _receiveBufferSize = CheckRange(value, 0, MaxReceiveBufferSize);
     }
 
     /// <summary>The receives a server with these options makes: <see cref="ConcurrentReceives"/>, or for 0 one per

@@ -46,6 +46,16 @@ public sealed class EchoServerOptionsBinderTests
         Assert.That(exception.Message, Does.Not.Contain('\n'));
     }
 
+    // The binder's own message named the type (SocketServers.UdpProcessing), which tells the user nothing to write.
+    [TestCase("Threads")]
+    [TestCase("7")]
+    public void Bind_UdpProcessingNotAName_ThrowsListingTheNames(string value)
+    {
+        var exception = Assert.Throws<OptionsValidationException>(() => EchoServerOptionsBinder.Bind(Section(("Processing", value)), new UdpEchoServerOptions()));
+
+        Assert.That(exception!.Message, Is.EqualTo($"'Echo:Tcp:Processing' expects ReceiveThreads or ReplyBlock, not '{value}'."));
+    }
+
     [Test]
     public void Bind_ValueWhereTheSectionBelongs_ThrowsNamingIt()
     {

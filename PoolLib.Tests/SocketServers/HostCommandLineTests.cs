@@ -46,7 +46,7 @@ public sealed class HostCommandLineTests
     {
         (HostSettings host, TcpEchoServerOptions tcp, UdpEchoServerOptions udp) = Settings(
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
-            "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports", "--udp-max-replies-per-endpoint", "200",
+            "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports", "--udp-max-replies-per-endpoint", "200", "--udp-receive-buffer", "65536",
             "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port");
 
         Assert.That((host.RunTcp, host.RunUdp, host.StatsInterval), Is.EqualTo((true, false, (TimeSpan?)TimeSpan.FromSeconds(7))));
@@ -55,7 +55,7 @@ public sealed class HostCommandLineTests
         Assert.That((tcp.MaxConnections, tcp.BufferSize, tcp.IdleTimeout), Is.EqualTo((5, 100_000, TimeSpan.FromSeconds(2.5))));
         Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull), Is.EqualTo((0, 4, true)));
         Assert.That((udp.Processing, udp.ConcurrentReceives, udp.AllowPrivilegedSourcePorts), Is.EqualTo((UdpProcessing.ReplyBlock, 3, true)));
-        Assert.That(udp.MaxRepliesPerEndpointPerSecond, Is.EqualTo(200));
+        Assert.That((udp.MaxRepliesPerEndpointPerSecond, udp.ReceiveBufferSize), Is.EqualTo((200, 65536)));
         Assert.That((tcp.ReusePort, udp.ReusePort), Is.EqualTo((true, true)));
     }
 

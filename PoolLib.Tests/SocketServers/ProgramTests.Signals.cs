@@ -60,7 +60,8 @@ public sealed partial class ProgramTests
                 stats.Add(line);
             }
 
-            Assert.That(stats, Has.Member($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100"));
+            Assert.That(stats, Has.One.StartsWith($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100 per_second "));
+            Assert.That(stats.First(line => line.StartsWith("stats: ", StringComparison.Ordinal)), Does.Match(@"^stats: time \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z interval_seconds \d+\.\d{3}$"));
             Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
             Assert.That(stats, Has.One.Matches(@"^stats: process\.allocated_bytes [1-9]\d* by_stats 0$"), "the first printout, with nothing printed before it");
             Assert.That(host.HasExited, Is.False, "SIGUSR1 does not stop the host");
@@ -151,7 +152,7 @@ public sealed partial class ProgramTests
                 await SocketTestExtensions.AssertEchoesAsync(tcp, 64, cancellationToken);
             }
 
-            await EchoDatagramsAsync(tcp, senders: 20, each: 100, cancellationToken);
+            await UdpEchoTesting.AssertEchoesAsync(tcp, senders: 20, each: 100, cancellationToken);
 
             (long firstConnections, long firstDatagrams) = await StopAndReadCountersAsync(first, cancellationToken);
             for (int i = 0; i < 50; i++)
@@ -172,24 +173,6 @@ public sealed partial class ProgramTests
         {
             KillIfRunning(first);
             KillIfRunning(second);
-        }
-    }
-
-    /// <summary>Sends <paramref name="each"/> datagrams from each of <paramref name="senders"/> sockets and checks every echo.</summary>
-    private static async Task EchoDatagramsAsync(IPEndPoint server, int senders, int each, CancellationToken cancellationToken)
-    {
-        for (int s = 0; s < senders; s++)
-        {
-            using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
-            client.Connect(server);
-            for (int i = 0; i < each; i++)
-            {
-                byte[] datagram = [(byte)s, (byte)i, 1, 2, 3, 4, 5, 6];
-                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
-                byte[] echo = new byte[16];
-                int received = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
-                Assert.That(echo[..received], Is.EqualTo(datagram));
-            }
         }
     }
 

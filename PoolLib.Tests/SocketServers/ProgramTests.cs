@@ -8,7 +8,7 @@ namespace PoolLib.Tests.SocketServers;
 /// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
 public sealed partial class ProgramTests
 {
-    private static string HostPath => Path.Combine(AppContext.BaseDirectory, "SocketServers.dll");
+    private const string HostFile = "SocketServers.dll";
 
     [Test]
     [CancelAfter(30_000)]
@@ -61,12 +61,27 @@ public sealed partial class ProgramTests
             Assert.That(stdout, Is.Empty);
         });
 
+    // A misspelled section leaves every setting in it unread: the host would start with none of them.
+    [Test]
+    [CancelAfter(30_000)]
+    public Task Main_SettingsFileWithMisspelledSection_ExitsWithOneLineNamingIt(CancellationToken cancellationToken) =>
+        WithSettingsFileAsync("""{ "SocketServer": { "Servers": "udp" } }""", cancellationToken, async environment =>
+        {
+            (int exitCode, string stdout, string stderr) = await RunToEndAsync([], cancellationToken, new() { ["DOTNET_ENVIRONMENT"] = environment });
+
+            Assert.That(exitCode, Is.EqualTo(2));
+            Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+            Assert.That(stderr, Does.StartWith($"SocketServers: 'SocketServer' in appsettings.{environment}.json is not a section this program reads"));
+            Assert.That(stdout, Is.Empty);
+        });
+
     // Each setting is invalid before anything binds, so a host that took it would listen on 7007 and time out.
     [TestCase("SocketServers__Tcp__Port", "99999", "'SocketServers:Tcp:Port' = '99999'")]
     [TestCase("SocketServers__Tcp__MaxConection", "5", "'SocketServers:Tcp:MaxConection' is not a setting")]
     [TestCase("SocketServers__Servers", "all", "'SocketServers:Servers' expects tcp, udp or both")]
     [TestCase("SocketServers__Servrs", "tcp", "'SocketServers:Servrs' is not a setting")]
     [TestCase("SocketServers__Udp__Prot", "1", "'SocketServers:Udp:Prot' is not a setting")]
+    [TestCase("SocketServers__Udp__Processing", "Threads", "'SocketServers:Udp:Processing' expects ReceiveThreads or ReplyBlock, not 'Threads'.")]
     [CancelAfter(30_000)]
     public async Task Main_InvalidSetting_ExitsWithOneLineNamingIt(string variable, string value, string expected, CancellationToken cancellationToken)
     {
@@ -77,6 +92,22 @@ public sealed partial class ProgramTests
         Assert.That(stderr, Does.StartWith("SocketServers: ").And.Contain(expected));
         Assert.That(stdout, Is.Empty);
     }
+
+    // NLog refuses the first file (a target type it does not know); the second is not XML at all, which NLog reading it on
+    // its own ignored, losing every line. Either ended the start with a stack trace or went on in silence.
+    [TestCase("""<nlog throwConfigExceptions="true"><targets><target type="Nope" name="x" /></targets><rules><logger name="*" writeTo="x" /></rules></nlog>""", "unknown type-alias: 'Nope'")]
+    [TestCase("<nlog><targets>", "Invalid XML document")]
+    [CancelAfter(60_000)]
+    public Task Main_InvalidLoggingConfiguration_ExitsWithOneLineNamingTheFile(string content, string expected, CancellationToken cancellationToken) =>
+        WithHostCopyAsync("NLog.config", content, cancellationToken, async directory =>
+        {
+            (int exitCode, string stdout, string stderr) = await RunToEndAsync(["tcp", "--port", "0"], cancellationToken, directory: directory);
+
+            Assert.That(exitCode, Is.EqualTo(2), stdout + stderr);
+            Assert.That(stderr.TrimEnd().Split('\n'), Has.Length.EqualTo(1), stderr);
+            Assert.That(stderr, Does.StartWith($"SocketServers: {Path.Combine(directory, "NLog.config")} is not a valid NLog configuration: ").And.Contain(expected));
+            Assert.That(stdout, Is.Empty);
+        });
 
     [TestCase("--bogus")]
     [TestCase("--port 99999")]
@@ -138,16 +169,26 @@ public sealed partial class ProgramTests
         }
     }
 
-    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null)
+    /// <summary>Starts the host; with <paramref name="ulimit"/> (such as <c>-n 256</c>), under the limit the shell's ulimit
+    /// sets with those arguments; from <paramref name="directory"/>, a copy of the test output, when given.</summary>
+    private static Process StartHost(IEnumerable<string> args, Dictionary<string, string>? environment = null, string? ulimit = null, string? directory = null)
     {
-        var startInfo = new ProcessStartInfo("dotnet")
+        var startInfo = new ProcessStartInfo(ulimit is null ? "dotnet" : "sh")
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
             UseShellExecute = false,
-            WorkingDirectory = AppContext.BaseDirectory,
+            WorkingDirectory = directory ?? AppContext.BaseDirectory,
         };
-        startInfo.ArgumentList.Add(HostPath);
+        if (ulimit is not null)
+        {
+            // exec: the host is the process started, so its id is the one signals and the test's kill reach.
+            startInfo.ArgumentList.Add("-c");
+            startInfo.ArgumentList.Add("ulimit $0 && exec dotnet \"$@\"");
+            startInfo.ArgumentList.Add(ulimit);
+        }
+
+        startInfo.ArgumentList.Add(Path.Combine(directory ?? AppContext.BaseDirectory, HostFile));
         foreach (string arg in args)
         {
             startInfo.ArgumentList.Add(arg);
@@ -162,9 +203,9 @@ public sealed partial class ProgramTests
     }
 
     private static async Task<(int ExitCode, string Stdout, string Stderr)> RunToEndAsync(
-        string[] args, CancellationToken cancellationToken, Dictionary<string, string>? environment = null)
+        string[] args, CancellationToken cancellationToken, Dictionary<string, string>? environment = null, string? directory = null)
     {
-        using Process host = StartHost(args, environment);
+        using Process host = StartHost(args, environment, directory: directory);
         try
         {
             Task<string> stdout = host.StandardOutput.ReadToEndAsync(cancellationToken);
@@ -193,6 +234,29 @@ public sealed partial class ProgramTests
         finally
         {
             File.Delete(settingsFile);
+        }
+    }
+
+    /// <summary>Runs <paramref name="test"/> with a copy of the host, beside which <paramref name="file"/> holds
+    /// <paramref name="content"/>: for the files the host reads from beside itself whatever its environment says.</summary>
+    private static async Task WithHostCopyAsync(string file, string content, CancellationToken cancellationToken, Func<string, Task> test)
+    {
+        string directory = Path.Combine(Path.GetTempPath(), $"ProgramTests{Guid.NewGuid():N}");
+        Directory.CreateDirectory(directory);
+        try
+        {
+            // The program, its dependencies and its settings: the files of the output folder, not its culture folders.
+            foreach (string original in Directory.EnumerateFiles(AppContext.BaseDirectory))
+            {
+                File.Copy(original, Path.Combine(directory, Path.GetFileName(original)));
+            }
+
+            await File.WriteAllTextAsync(Path.Combine(directory, file), content, cancellationToken);
+            await test(directory);
+        }
+        finally
+        {
+            Directory.Delete(directory, recursive: true);
         }
     }
 

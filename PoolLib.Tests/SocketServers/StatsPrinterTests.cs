@@ -1,5 +1,7 @@
+using System.Diagnostics.Metrics;
 using System.Globalization;
 using System.Text.RegularExpressions;
+using Microsoft.Extensions.Time.Testing;
 using SocketServers;
 using SocketServers.Host;
 
@@ -23,6 +25,33 @@ public sealed class StatsPrinterTests
         Assert.That(readings[0].ByStats, Is.Zero, "no printout came before the first");
         Assert.That(readings[1].ByStats, Is.Positive, "the first printout allocated its text");
         Assert.That(readings[1].Allocated - readings[0].Allocated, Is.GreaterThanOrEqualTo(readings[1].ByStats), "the second reading holds the first printout's allocations, which it names");
+    }
+
+    // A line a second that says neither when it was printed nor how fast the counters move leaves the reader to
+    // subtract each printout from the one before and guess the time between.
+    [Test]
+    public void Print_TwoSecondsApart_StartsWithTheTimeAndGivesEachCounterItsRate()
+    {
+        var time = new FakeTimeProvider(new DateTimeOffset(2026, 11, 25, 12, 0, 0, TimeSpan.Zero));
+        using var meter = new Meter("SocketServers");
+        Counter<long> counter = meter.CreateCounter<long>("test.stats_printer");
+        Histogram<double> histogram = meter.CreateHistogram<double>("test.stats_printer.histogram");
+        using var output = new StringWriter(CultureInfo.InvariantCulture);
+        using var printer = new StatsPrinter(output, every: null, time);
+        counter.Add(100);
+        printer.Print(collectFirst: false);
+        output.GetStringBuilder().Clear();
+
+        time.Advance(TimeSpan.FromSeconds(2));
+        counter.Add(50);
+        histogram.Record(1.5);
+        histogram.Record(2.5);
+        printer.Print(collectFirst: false);
+
+        string[] lines = output.ToString().TrimEnd('\n').Split('\n');
+        Assert.That(lines[0], Is.EqualTo("stats: time 2026-11-25T12:00:02.000Z interval_seconds 2.000"));
+        Assert.That(lines, Has.Member("stats: test.stats_printer{} 150 per_second 25.0"));
+        Assert.That(lines, Has.Member("stats: test.stats_printer.histogram{} count 2 sum 4 per_second 1.0"));
     }
 
     [Test]

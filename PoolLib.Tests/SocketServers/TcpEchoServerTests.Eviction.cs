@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using PoolLib.Tests.Fakes;
 using SocketServers;
 using static PoolLib.Tests.SocketServers.TcpEchoTesting;
 
@@ -108,6 +109,63 @@ public sealed partial class TcpEchoServerTests
         Assert.That(streamed, Is.GreaterThan(0), "the streaming client was never cut, and its echoes came back byte-exact");
         Assert.That(await first.ReadEndAsync(cancellationToken), Is.Zero, "the first client, quiet since its echo, was evicted");
         Assert.That(server.Counters.Evicted, Is.EqualTo(2));
+    }
+
+    // One slow connection evicted per sweep left a client waiting 27 s behind 120 slow ones, at 20 connections. Each
+    // sweep must make room for as many clients as wait, and judge a connection before its first window ends, so that a
+    // client queued behind three times as many slow clients as the server holds is served within one window. The sweep
+    // runs on a clock the test moves one sweep (an eighth of a window) at a time, letting the server settle after each.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task MinDataRate_BacklogOfSlowClients_WaitingClientServedWithinOneWindow(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "the server counts the clients in its backlog on Linux");
+        const int Slots = 4;
+        const int Queued = 3 * Slots;
+        TimeSpan window = TimeSpan.FromSeconds(2);
+        var time = new TimerRecordingTimeProvider();
+        TcpEchoServerOptions options = LoopbackOptions();
+        options.MaxConnections = Slots;
+        options.SlowConnectionWindow = window;
+        options.IdleTimeout = Timeout.InfiniteTimeSpan;
+        await using var server = new TcpEchoServer(options, logger: null, faults: null, time);
+        await server.StartAsync(cancellationToken);
+        var slow = new List<Socket>();
+        try
+        {
+            await Poll.UntilAsync(() => time.Timers.Count == 1, cancellationToken);
+            for (int i = 0; i < Slots + Queued; i++)
+            {
+                slow.Add(await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken));
+            }
+
+            using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+            byte[] message = [1, 2, 3];
+            await client.SendAllAsync(message, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.CurrentConnections == Slots && server.QueuedConnections == Queued + 1, cancellationToken);
+
+            TimeSpan waited = TimeSpan.Zero;
+            while (server.QueuedConnections > 0)
+            {
+                long expected = Math.Max(0, server.QueuedConnections - Slots);
+                time.Advance(window / 8);
+                waited += window / 8;
+                await SocketTestExtensions.WithinAsync(
+                    token => Poll.UntilAsync(() => server.QueuedConnections == expected && server.Counters.CurrentConnections == Slots, token),
+                    $"room made for as many waiting clients as slow connections held, {waited.TotalSeconds} s into the wait",
+                    cancellationToken);
+            }
+
+            Assert.That(waited, Is.LessThanOrEqualTo(window), "of the sweep's clock");
+            byte[] echo = new byte[message.Length];
+            Assert.That(await client.ReceiveExactlyAsync(echo, cancellationToken), Is.EqualTo(message.Length));
+            Assert.That(echo, Is.EqualTo(message));
+            Assert.That(server.Counters.Evicted, Is.EqualTo(Queued + 1), "three waves of four slow clients, then one for the last client waiting");
+        }
+        finally
+        {
+            slow.ForEach(socket => socket.Dispose());
+        }
     }
 
     /// <summary>Sends one byte every two seconds and reads its echo, until cancelled or evicted.</summary>

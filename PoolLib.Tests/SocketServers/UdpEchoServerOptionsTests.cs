@@ -13,6 +13,8 @@ public sealed class UdpEchoServerOptionsTests
     [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 0)]
     [TestCase(nameof(UdpEchoServerOptions.FirstAnsweredPort), 65537)]
     [TestCase(nameof(UdpEchoServerOptions.MaxRepliesPerEndpointPerSecond), -1)]
+    [TestCase(nameof(UdpEchoServerOptions.ReceiveBufferSize), -1)]
+    [TestCase(nameof(UdpEchoServerOptions.ReceiveBufferSize), UdpEchoServerOptions.MaxReceiveBufferSize + 1)]
     public void Setter_OutOfRange_ThrowsNamingTheProperty(string property, int value)
     {
         var options = new UdpEchoServerOptions();
@@ -34,6 +36,7 @@ public sealed class UdpEchoServerOptionsTests
         Assert.That(options.Processing, Is.EqualTo(UdpProcessing.ReceiveThreads));
         Assert.That(options.AllowPrivilegedSourcePorts, Is.False, "datagrams from ports below 1024 are dropped");
         Assert.That(options.FirstAnsweredPort, Is.EqualTo(UdpEchoServerOptions.FirstUnprivilegedPort));
+        Assert.That(options.ReceiveBufferSize, Is.Zero, "the system's receive buffer");
     }
 
     [Test]
@@ -65,6 +68,9 @@ public sealed class UdpEchoServerOptionsTests
                 break;
             case nameof(UdpEchoServerOptions.FirstAnsweredPort):
                 options.FirstAnsweredPort = value;
+                break;
+            case nameof(UdpEchoServerOptions.ReceiveBufferSize):
+                options.ReceiveBufferSize = value;
                 break;
             default:
                 throw new ArgumentException($"no case for {property}", nameof(property));

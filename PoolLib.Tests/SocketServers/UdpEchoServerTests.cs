@@ -10,6 +10,10 @@ namespace PoolLib.Tests.SocketServers;
 [TestFixture(UdpProcessing.ReplyBlock)]
 public sealed partial class UdpEchoServerTests(UdpProcessing processing)
 {
+    // <sys/socket.h> on Linux: SOL_SOCKET, SO_REUSEPORT.
+    private const int SolSocket = 1;
+    private const int SoReusePort = 15;
+
     [Test]
     public void Constructor_NullOptions_ThrowsArgumentNull()
     {
@@ -55,33 +59,71 @@ public sealed partial class UdpEchoServerTests(UdpProcessing processing)
     [CancelAfter(10_000)]
     public async Task StartAsync_DefaultReceives_OnePerProcessorButOneWithinTheBounds(CancellationToken cancellationToken)
     {
-        // One per processor but one; the reply block keeps two threads busy per datagram: one per two processors.
-        int processors = processing == UdpProcessing.ReplyBlock ? Environment.ProcessorCount / 2 : Environment.ProcessorCount - 1;
-        int expected = Math.Clamp(processors, 1, UdpEchoServerOptions.MaxAutomaticConcurrentReceives);
+        // One per processor but one; the reply block makes one receive per socket, and with no reuse-port one socket.
+        int expected = processing == UdpProcessing.ReplyBlock
+            ? 1
+            : Math.Clamp(Environment.ProcessorCount - 1, 1, UdpEchoServerOptions.MaxAutomaticConcurrentReceives);
 
         await using var server = await StartAsync(cancellationToken: cancellationToken);
 
         Assert.That(server.ConcurrentReceives, Is.EqualTo(expected));
-        if (OperatingSystem.IsLinux())
-        {
-            Assert.That(UdpSocketsBoundTo(server.LocalEndPoint!.Port), Is.EqualTo(expected), "one socket per receive, as the kernel lists them");
-        }
     }
 
+    // Sockets that share a port (SO_REUSEPORT) let any later socket of the same user that asks for it join them, and
+    // take a share of the datagrams; so without ReusePort every receive waits on the one socket.
+    [TestCase(1, false, 1)]
+    [TestCase(4, false, 1)]
+    [TestCase(1, true, 1)]
+    [TestCase(4, true, 4)]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_SeveralReceives_BindsOneSocketUnlessReusePort(int receives, bool reusePort, int sockets, CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "reuse-port is Linux only, and /proc/net/udp lists the sockets");
+
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.ConcurrentReceives = receives;
+                options.ReusePort = reusePort;
+            },
+            cancellationToken);
+
+        Assert.That(UdpSocketsBoundTo(server.LocalEndPoint!.Port), Is.EqualTo(sockets), "as the kernel lists them");
+        Assert.That(server.SocketCount, Is.EqualTo(sockets));
+        await UdpEchoTesting.AssertEchoesAsync(server.LocalEndPoint!, senders: 8, each: 10, cancellationToken);
+    }
+
+    // A burst waits in the socket's kernel buffer while the receives are busy; the system's default may be too small.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAsync_ReceiveBufferSize_EverySocketGetsAtLeastThatMuch(CancellationToken cancellationToken)
+    {
+        const int Asked = 256 * 1024;
+        var logger = new Microsoft.Extensions.Logging.Testing.FakeLogger();
+        await using var server = new UdpEchoServer(
+            new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ReceiveBufferSize = Asked }, logger);
+
+        await server.StartAsync(cancellationToken);
+
+        var started = logger.Collector.GetSnapshot().Single(record => record.Message.StartsWith("UDP echo server listening on", StringComparison.Ordinal));
+        Assert.That(int.Parse(started.GetStructuredStateValue("ReceiveBufferSize")!, System.Globalization.CultureInfo.InvariantCulture), Is.GreaterThanOrEqualTo(Asked), started.Message);
+        await UdpEchoTesting.AssertEchoesAsync(server.LocalEndPoint!, senders: 1, each: 3, cancellationToken);
+    }
+
+    // A plain socket with SO_REUSEPORT took 39 of 200 datagrams from a server with four receives that shared their port.
     [TestCase(1)]
     [TestCase(4)]
     [CancelAfter(10_000)]
-    public async Task StartAsync_SeveralReceivesOnLinux_BindsOneSocketPerReceive(int receives, CancellationToken cancellationToken)
+    public async Task StartAsync_SeveralReceivesWithoutReusePort_NoOtherSocketCanJoinThePort(int receives, CancellationToken cancellationToken)
     {
-        if (!OperatingSystem.IsLinux())
-        {
-            Assert.Ignore("Only Linux spreads one port's datagrams over several sockets; elsewhere the receives share one.");
-        }
-
+        Assume.That(OperatingSystem.IsLinux(), Is.True, "SO_REUSEPORT as Linux has it");
         await using var server = await StartAsync(options => options.ConcurrentReceives = receives, cancellationToken);
+        using var intruder = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        intruder.SetRawSocketOption(SolSocket, SoReusePort, BitConverter.GetBytes(1));
 
-        Assert.That(UdpSocketsBoundTo(server.LocalEndPoint!.Port), Is.EqualTo(receives));
-        Assert.That(server.SocketCount, Is.EqualTo(receives));
+        var exception = Assert.Throws<SocketException>(() => intruder.Bind(server.LocalEndPoint!));
+
+        Assert.That(exception!.SocketErrorCode, Is.EqualTo(SocketError.AddressAlreadyInUse));
     }
 
     /// <summary>How many IPv4 UDP sockets the kernel lists as bound to <paramref name="port"/> (Linux's /proc/net/udp).</summary>

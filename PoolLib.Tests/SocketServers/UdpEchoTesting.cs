@@ -23,19 +23,32 @@ internal static class UdpEchoTesting
     public static Task<int> ReceiveWithinAsync(Socket client, byte[] buffer, CancellationToken cancellationToken)
         => SocketTestExtensions.WithinAsync(token => client.ReceiveAsync(buffer, SocketFlags.None, token).AsTask(), "an echo", cancellationToken);
 
-    /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
-    /// and every args but those of its receives is back in the pool.</summary>
-    public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
-        => WaitForIdleAsync(server, server.ConcurrentReceives, datagrams, cancellationToken);
+    /// <summary>Sends <paramref name="each"/> datagrams from each of <paramref name="senders"/> sockets and checks every echo.</summary>
+    public static async Task AssertEchoesAsync(IPEndPoint server, int senders, int each, CancellationToken cancellationToken)
+    {
+        for (int s = 0; s < senders; s++)
+        {
+            using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+            client.Connect(server);
+            for (int i = 0; i < each; i++)
+            {
+                byte[] datagram = [(byte)s, (byte)i, 1, 2, 3, 4, 5, 6];
+                await client.SendAsync(datagram, SocketFlags.None, cancellationToken);
+                byte[] echo = new byte[16];
+                int received = await ReceiveWithinAsync(client, echo, cancellationToken);
+                Assert.That(echo[..received], Is.EqualTo(datagram));
+            }
+        }
+    }
 
     /// <summary>Waits until the server has counted <paramref name="datagrams"/> datagrams (echoed or dropped)
-    /// and every args but those of the <paramref name="receives"/> outstanding receives is back in the pool.</summary>
+    /// and every args but those of its outstanding receives is back in the pool.</summary>
     /// <remarks>The count comes first: a receive thread replies on the args it received into, so while it replies
     /// to the last datagram the pool already looks idle. It counts a datagram before it returns the args.</remarks>
-    public static Task WaitForIdleAsync(UdpEchoServer server, int receives, long datagrams, CancellationToken cancellationToken)
+    public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
     {
         return Poll.UntilAsync(
-            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - receives,
+            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - server.ConcurrentReceives,
             cancellationToken);
     }
 }

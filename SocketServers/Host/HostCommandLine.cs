@@ -111,8 +111,11 @@ internal sealed class HostCommandLine
                 UdpEchoServerOptions.MaxConcurrentReceives,
                 0,
                 "N",
-                $"UDP receive threads, or outstanding receives with block; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}"),
+                $"UDP receive threads; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}; with --reuse-port each has a socket, and block receives once per socket"),
             value => [(Udp + "ConcurrentReceives", Text(value))]),
+        Row(
+            WholeNumber("--udp-receive-buffer", 0, UdpEchoServerOptions.MaxReceiveBufferSize, 0, "BYTES", "UDP: the kernel receive buffer each socket asks for, where bursts wait; 0 the system's"),
+            value => [(Udp + "ReceiveBufferSize", Text(value))]),
         Row(
             WholeNumber("--udp-max-replies-per-endpoint", 0, int.MaxValue, 0, "N", "UDP datagrams answered to one sender address and port a second; more are dropped; 0 no limit"),
             value => [(Udp + "MaxRepliesPerEndpointPerSecond", Text(value))]),

@@ -35,6 +35,11 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
     // Every key the section may hold.
     private static readonly HashSet<string> s_keys = new([ServersKey, StatsSecondsKey, TcpSection, UdpSection], StringComparer.OrdinalIgnoreCase);
 
+    // What a settings file may hold at its top: this section, the Generic Host's logging filters and its own settings.
+    private static readonly HashSet<string> s_fileSections = new(
+        [Section, "Logging", "shutdownTimeoutSeconds", "servicesStartConcurrently", "servicesStopConcurrently", "environment", "applicationName", "contentRoot", "hostBuilder"],
+        StringComparer.OrdinalIgnoreCase);
+
     /// <summary>Reads the host's settings, and checks every key of the section, those of a server that will not
     /// run included, so that a typo never passes unnoticed.</summary>
     /// <param name="configuration">The application's configuration.</param>
@@ -42,6 +47,16 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
     /// <exception cref="OptionsValidationException">A key names no setting, or a value is invalid; the message names the key.</exception>
     public static HostSettings Read(IConfiguration configuration)
     {
+        // The environment and the command line hold keys of every program; a settings file holds this one's alone, so
+        // a section at its top that none of them reads is a misspelling, which would leave every setting in it unread.
+        foreach (FileConfigurationProvider file in (configuration as IConfigurationRoot)?.Providers.OfType<FileConfigurationProvider>() ?? [])
+        {
+            if (file.GetChildKeys([], parentPath: null).FirstOrDefault(key => !s_fileSections.Contains(key)) is { } unknown)
+            {
+                throw Invalid($"'{unknown}' in {file.Source.Path} is not a section this program reads; it reads '{Section}' (and 'Logging' and the Generic Host's settings).");
+            }
+        }
+
         foreach (IConfigurationSection child in configuration.GetSection(Section).GetChildren())
         {
             if (!s_keys.Contains(child.Path))

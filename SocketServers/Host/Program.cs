@@ -1,10 +1,12 @@
 using System.CommandLine;
+using System.Xml;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using NLog;
+using NLog.Config;
 using NLog.Extensions.Logging;
 using GenericHost = Microsoft.Extensions.Hosting.Host;
 
@@ -20,6 +22,10 @@ internal static class Program
     private const int ExitOk = 0;
     private const int ExitFailed = 1;
     private const int ExitUsage = 2;
+    private const int ExitStopCutShort = 3;
+
+    // Beside the program, where NLog looks for it too.
+    private const string LoggingConfigurationFile = "NLog.config";
 
     // The socket engine reads this once, when the process first waits on a socket.
     private const string InlineCompletionsVariable = "DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS";
@@ -48,6 +54,12 @@ internal static class Program
             return await parsed.InvokeAsync().ConfigureAwait(false);
         }
 
+        if (LoadLoggingConfiguration() is { } invalid)
+        {
+            await Console.Error.WriteLineAsync($"SocketServers: {OneLine(invalid)}").ConfigureAwait(false);
+            return ExitUsage;
+        }
+
         try
         {
             return await RunAsync(commandLine.ToConfiguration(parsed)).ConfigureAwait(false);
@@ -55,6 +67,37 @@ internal static class Program
         finally
         {
             LogManager.Shutdown();
+        }
+    }
+
+    /// <summary>Loads NLog.config from beside the program, if it is there, before anything logs: NLog would otherwise
+    /// load it on the first log line, and a file that is not well-formed XML would leave every line lost in silence,
+    /// while one NLog refuses would end the process with the exception.</summary>
+    /// <returns>What is wrong with the file, as one line; <see langword="null"/> when it loaded or is absent.</returns>
+    private static string? LoadLoggingConfiguration()
+    {
+        string path = Path.Combine(AppContext.BaseDirectory, LoggingConfigurationFile);
+        if (!File.Exists(path))
+        {
+            return null;
+        }
+
+        try
+        {
+            // Whatever the file says about its own errors, reading it throws them.
+            LogManager.ThrowConfigExceptions = true;
+            LogManager.Configuration = new XmlLoggingConfiguration(path);
+            return null;
+        }
+        catch (Exception ex) when (ex is NLogConfigurationException or XmlException or IOException or UnauthorizedAccessException)
+        {
+            Exception cause = ex;
+            while (cause is NLogConfigurationException { InnerException: { } inner })
+            {
+                cause = inner;
+            }
+
+            return $"{path} is not a valid NLog configuration: {cause.Message}";
         }
     }
 
@@ -117,7 +160,12 @@ internal static class Program
         EchoServer[] servers;
         try
         {
-            // Resolving the servers reads their options, which may be invalid.
+            // Reading the servers' options, here and as they are resolved, may find them invalid.
+            if (settings.RunTcp && !FitToOpenFileLimit(host.Services, settings.RunUdp))
+            {
+                return ExitFailed;
+            }
+
             servers = [.. host.Services.GetServices<IHostedService>().OfType<EchoServer>()];
             await host.StartAsync().ConfigureAwait(false);
         }
@@ -136,6 +184,7 @@ internal static class Program
 
         Console.WriteLine("Press Ctrl+C to stop.");
         using (host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.Register(() => Console.WriteLine("Stopping...")))
+        using (new SecondStopSignal(servers, Console.Out))
         {
             await host.WaitForShutdownAsync().ConfigureAwait(false);
         }
@@ -148,7 +197,41 @@ internal static class Program
                 : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
         }
 
+        if (servers.Any(server => server.StopCutShort))
+        {
+            // A supervisor or script that stopped the host learns that clients lost work in flight.
+            await Console.Error.WriteLineAsync("SocketServers: the stop grace period ran out, or a second signal ended it; what was still in flight was closed.").ConfigureAwait(false);
+            return ExitStopCutShort;
+        }
+
         return ExitOk;
+    }
+
+    /// <summary>Lowers the TCP server's connection limit to what the open-file limit leaves, and says so on stderr: at
+    /// the limit, clients then wait (or are refused) while the connections held go on, where running out of descriptors
+    /// would end the process.</summary>
+    /// <returns>Whether a connection fits at all.</returns>
+    private static bool FitToOpenFileLimit(IServiceProvider services, bool runUdp)
+    {
+        TcpEchoServerOptions tcp = services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
+        int udpSockets = runUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
+        if (OpenFileLimit.ForConnections(serverSockets: 1 + udpSockets) is not { } budget || budget.Connections >= tcp.MaxConnections)
+        {
+            return true;
+        }
+
+        string limit = $"the open-file limit ({budget.Limit} descriptors, {budget.Open} open, {OpenFileLimit.Reserve} kept in reserve)";
+        if (budget.Connections < 1)
+        {
+            Console.Error.WriteLine($"SocketServers: {limit} leaves no room for a TCP connection; raise it (ulimit -n).");
+            return false;
+        }
+
+        Console.Error.WriteLine(
+            $"SocketServers: warning: {limit} leaves room for {budget.Connections} TCP connections, not the {tcp.MaxConnections} of "
+            + $"--max-connections: serving at most {budget.Connections} at once; raise the limit (ulimit -n) to serve more.");
+        tcp.MaxConnections = budget.Connections;
+        return true;
     }
 
     /// <summary>The failure as one line: the message alone for what the host expects to go wrong (bad settings,

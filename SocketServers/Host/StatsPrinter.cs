@@ -11,11 +11,13 @@ namespace SocketServers.Host;
 /// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.
 /// </summary>
 /// <remarks>
-/// One line per instrument and tag set, then the thread pool's completed work items, the garbage collector's
+/// First a line with the time (UTC) and the seconds since the previous printout (or since the printer started), then
+/// one line per instrument and tag set, then the thread pool's completed work items, the garbage collector's
 /// settings as it runs with them (server or workstation, background or not, the largest generation-0 budget), the
 /// collections so far, the bytes the process has allocated and, last, the managed heap, each starting with
 /// <c>stats:</c>.
-/// Counters and gauges show their latest value; a histogram shows how many values it recorded and their sum.
+/// Counters and gauges show their latest value, counters followed by how much they grew a second since the previous
+/// printout; a histogram shows how many values it recorded, their sum and how many it recorded a second.
 /// SIGUSR1 and the timer read the heap as it stands, which costs the servers nothing; SIGUSR2 first runs a full,
 /// blocking collection, so that the heap line shows only what is live, for measurements (it pauses the process for
 /// as long as the collection takes). The allocated bytes are read exactly, before the printout allocates anything,
@@ -37,10 +39,18 @@ internal sealed class StatsPrinter : IDisposable
     private readonly Lock _printLock = new();
     private readonly SortedDictionary<string, double> _latest = new(StringComparer.Ordinal);
     private readonly SortedDictionary<string, (long Count, double Sum)> _histograms = new(StringComparer.Ordinal);
+
+    // The instruments (with their tags) that only grow, whose rate is printed; under _lock.
+    private readonly HashSet<string> _counters = new(StringComparer.Ordinal);
+
+    // Each counter's value and each histogram's count at the previous printout, and when it was; under _printLock.
+    private readonly Dictionary<string, double> _previous = new(StringComparer.Ordinal);
+    private readonly TimeProvider _time;
+    private long _previousTimestamp;
     private readonly TextWriter _output;
     private readonly PosixSignalRegistration? _sigusr1;
     private readonly PosixSignalRegistration? _sigusr2;
-    private readonly Timer? _timer;
+    private readonly ITimer? _timer;
 
     // What the printouts so far allocated on their own thread; written under _printLock.
     private long _printedBytes;
@@ -48,9 +58,12 @@ internal sealed class StatsPrinter : IDisposable
     /// <summary>Starts listening to the meters.</summary>
     /// <param name="output">Where the lines go.</param>
     /// <param name="every">How often to print without a signal; <see langword="null"/> for only on a signal.</param>
-    public StatsPrinter(TextWriter output, TimeSpan? every)
+    /// <param name="time">The clock of the printouts' times and rates, and of <paramref name="every"/>; the system's by default.</param>
+    public StatsPrinter(TextWriter output, TimeSpan? every, TimeProvider? time = null)
     {
         _output = output;
+        _time = time ?? TimeProvider.System;
+        _previousTimestamp = _time.GetTimestamp();
         _listener.InstrumentPublished = (instrument, listener) =>
         {
             if (s_meters.Contains(instrument.Meter.Name))
@@ -78,7 +91,7 @@ internal sealed class StatsPrinter : IDisposable
 
         if (every is { } period)
         {
-            _timer = new Timer(static state => ((StatsPrinter)state!).Print(collectFirst: false), this, period, period);
+            _timer = _time.CreateTimer(static state => ((StatsPrinter)state!).Print(collectFirst: false), this, period, period);
         }
     }
 
@@ -111,19 +124,32 @@ internal sealed class StatsPrinter : IDisposable
     private string Format(bool collectFirst, long allocated, long printedBytes)
     {
         long heap = GC.GetTotalMemory(collectFirst);
+        long now = _time.GetTimestamp();
+        double seconds = _time.GetElapsedTime(_previousTimestamp, now).TotalSeconds;
+        _previousTimestamp = now;
         var text = new StringBuilder();
+        text.Append("stats: time ").Append(_time.GetUtcNow().ToString("yyyy-MM-ddTHH:mm:ss.fffZ", CultureInfo.InvariantCulture))
+            .Append(" interval_seconds ").Append(seconds.ToString("F3", CultureInfo.InvariantCulture)).Append('\n');
         using (_lock.EnterScope())
         {
             _listener.RecordObservableInstruments();
             foreach ((string name, double value) in _latest)
             {
-                text.Append("stats: ").Append(name).Append(' ').Append(value.ToString(CultureInfo.InvariantCulture)).Append('\n');
+                text.Append("stats: ").Append(name).Append(' ').Append(value.ToString(CultureInfo.InvariantCulture));
+                if (_counters.Contains(name))
+                {
+                    AppendRate(text, name, value, seconds);
+                }
+
+                text.Append('\n');
             }
 
             foreach ((string name, (long count, double sum)) in _histograms)
             {
                 text.Append("stats: ").Append(name).Append(" count ").Append(count)
-                    .Append(" sum ").Append(sum.ToString(CultureInfo.InvariantCulture)).Append('\n');
+                    .Append(" sum ").Append(sum.ToString(CultureInfo.InvariantCulture));
+                AppendRate(text, name, count, seconds);
+                text.Append('\n');
             }
         }
 
@@ -140,6 +166,14 @@ internal sealed class StatsPrinter : IDisposable
         text.Append("stats: process.managed_heap_bytes ").Append(heap)
             .Append(" committed ").Append(GC.GetGCMemoryInfo().TotalCommittedBytes).Append('\n');
         return text.ToString();
+    }
+
+    /// <summary>Appends how much <paramref name="name"/> grew a second since the previous printout, and keeps its value for the next.</summary>
+    private void AppendRate(StringBuilder text, string name, double value, double seconds)
+    {
+        double growth = value - _previous.GetValueOrDefault(name);
+        _previous[name] = value;
+        text.Append(" per_second ").Append((seconds > 0 ? growth / seconds : 0).ToString("F1", CultureInfo.InvariantCulture));
     }
 
     private void Record(Instrument instrument, double value, ReadOnlySpan<KeyValuePair<string, object?>> tags)
@@ -161,10 +195,18 @@ internal sealed class StatsPrinter : IDisposable
             else if (instrument.IsObservable)
             {
                 _latest[key] = value;
+                if (instrument is ObservableCounter<long> or ObservableCounter<double>)
+                {
+                    _counters.Add(key);
+                }
             }
             else
             {
                 _latest[key] = _latest.GetValueOrDefault(key) + value;
+                if (instrument is Counter<long> or Counter<double>)
+                {
+                    _counters.Add(key);
+                }
             }
         }
     }

@@ -12,23 +12,32 @@ internal struct DataRateWindow
     private long _windowStartBytes;
     private bool _lastWindowSlow;
 
+    // Until the first window ends, the connection is judged over its whole life.
+    private bool _inFirstWindow;
+
     /// <summary>Starts the first window at <paramref name="now"/>, with nothing received.</summary>
-    /// <param name="now"><see cref="Environment.TickCount64"/> when the connection opened.</param>
-    public DataRateWindow(long now) => _windowStart = now;
+    /// <param name="now">The sweep's clock, in milliseconds, when the connection opened.</param>
+    public DataRateWindow(long now)
+    {
+        _windowStart = now;
+        _inFirstWindow = true;
+    }
 
     /// <summary>
     /// Closes the current window if <paramref name="windowMs"/> has passed, and says whether the connection received
-    /// less than <paramref name="minDataRate"/> bytes a second both over the last complete window and since it ended
-    /// (a connection younger than one window never has).
+    /// less than <paramref name="minDataRate"/> bytes a second both over the last complete window and since it ended;
+    /// or, in its first window, since it opened, once it is <paramref name="judgedAfterMs"/> old.
     /// </summary>
     /// <remarks>The second condition is what the connection does now: one that was quiet for a window and streams
-    /// since is not slow, however its last window went.</remarks>
-    /// <param name="now"><see cref="Environment.TickCount64"/> now.</param>
+    /// since is not slow, however its last window went. A young connection is judged before its first window ends, so
+    /// that slow clients queued behind slow ones take a slot for a fraction of a window each, not a whole one.</remarks>
+    /// <param name="now">The sweep's clock now, in milliseconds.</param>
     /// <param name="bytes">The bytes the connection has received so far.</param>
     /// <param name="windowMs">The window's length, in milliseconds.</param>
     /// <param name="minDataRate">The minimum rate, in bytes a second.</param>
+    /// <param name="judgedAfterMs">How old a connection must be before it can be slow, in milliseconds.</param>
     /// <returns>Whether the connection is slow.</returns>
-    public bool IsSlow(long now, long bytes, long windowMs, int minDataRate)
+    public bool IsSlow(long now, long bytes, long windowMs, int minDataRate, long judgedAfterMs)
     {
         long elapsed = now - _windowStart;
         if (elapsed >= windowMs)
@@ -36,7 +45,13 @@ internal struct DataRateWindow
             _lastWindowSlow = (bytes - _windowStartBytes) * 1000 < (long)minDataRate * elapsed;
             _windowStart = now;
             _windowStartBytes = bytes;
+            _inFirstWindow = false;
             elapsed = 0;
+        }
+
+        if (_inFirstWindow)
+        {
+            return elapsed >= judgedAfterMs && bytes * 1000 < (long)minDataRate * elapsed;
         }
 
         // Over at least a millisecond: a window that has just begun has received nothing yet.

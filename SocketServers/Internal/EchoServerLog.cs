@@ -64,8 +64,8 @@ internal static partial class EchoServerLog
     [LoggerMessage(20, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed}")]
     public static partial void ConnectionSocketFailed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError, string suppressed);
 
-    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives on {Sockets} sockets, {DroppedSources})")]
-    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, int sockets, string droppedSources);
+    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives on {Sockets} sockets, receive buffer {ReceiveBufferSize} B, {DroppedSources})")]
+    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, int sockets, int receiveBufferSize, string droppedSources);
 
     [LoggerMessage(31, LogLevel.Information, "UDP echo server on {EndPoint}: stop grace period over, dropping the replies still waiting")]
     public static partial void UdpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint);

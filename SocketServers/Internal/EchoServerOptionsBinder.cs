@@ -27,9 +27,16 @@ internal static class EchoServerOptionsBinder
         PropertyInfo[] settable = [.. typeof(TOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance).Where(property => property.SetMethod is { IsPublic: true })];
         foreach (IConfigurationSection child in section.GetChildren())
         {
-            if (!settable.Any(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase)))
+            if (settable.FirstOrDefault(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase)) is not { } property)
             {
                 throw Invalid<TOptions>($"'{child.Path}' is not a setting of {typeof(TOptions).Name}.");
+            }
+
+            // The binder's own message for a name it cannot convert names the type, not the names it takes.
+            if (property.PropertyType.IsEnum && child.Value is string name
+                && !(Enum.TryParse(property.PropertyType, name, ignoreCase: true, out object? value) && Enum.IsDefined(property.PropertyType, value)))
+            {
+                throw Invalid<TOptions>($"'{child.Path}' expects {string.Join(" or ", Enum.GetNames(property.PropertyType))}, not '{name}'.");
             }
         }
 

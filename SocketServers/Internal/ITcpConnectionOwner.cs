@@ -15,6 +15,10 @@ internal interface ITcpConnectionOwner
     /// <summary>Gets the receive buffers, one lent to a connection while data is there; the take never waits.</summary>
     Pool<byte[]> Buffers { get; }
 
+    /// <summary>Gets the clock connections time their activity by, in milliseconds, monotonic; <see langword="null"/> for
+    /// <see cref="Environment.TickCount64"/>. Tests pass one they move by hand.</summary>
+    Func<long>? Clock { get; }
+
     /// <summary>Gets the limiter of the warnings about failing connections, shared by all of them.</summary>
     LogRateLimiter ConnectionWarnings { get; }
 

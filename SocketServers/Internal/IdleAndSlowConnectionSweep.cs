@@ -4,9 +4,9 @@ namespace SocketServers.Internal;
 
 /// <summary>
 /// A TCP server's open connections, and the one periodic sweep over them: it closes connections idle for
-/// <see cref="TcpEchoServerOptions.IdleTimeout"/>, and, while every connection is taken and a client waits in the
-/// backlog, evicts the quietest of those below <see cref="TcpEchoServerOptions.MinDataRate"/>. No timer per connection,
-/// and nothing per message but a timestamp and a byte count.
+/// <see cref="TcpEchoServerOptions.IdleTimeout"/>, and, while every connection is taken and clients wait in the
+/// backlog, evicts as many of the quietest of those below <see cref="TcpEchoServerOptions.MinDataRate"/> as clients
+/// wait. No timer per connection, and nothing per message but a timestamp and a byte count.
 /// </summary>
 /// <remarks>Thread safety: <see cref="Add"/>, <see cref="Remove"/> and <see cref="ForEach"/> may be called from any
 /// thread; <see cref="RunAsync"/> runs once at a time, and alone reads and moves each connection's rate window.</remarks>
@@ -18,18 +18,28 @@ internal sealed class IdleAndSlowConnectionSweep
     private readonly int _minDataRate;
     private readonly TimeSpan _slowConnectionWindow;
     private readonly Action? _beforeSweep;
+    private readonly TimeProvider _time;
+    private readonly Func<long>? _clock;
+
+    // The slow connections one sweep found, with their last activity as it was read (it moves meanwhile, and a sort
+    // must compare fixed values); the sweep's alone, kept to be filled again.
+    private readonly List<(long LastActivity, TcpConnection Connection)> _slow = [];
 
     /// <summary>Creates the registry and the sweep's settings.</summary>
     /// <param name="idleTimeout">How long a connection may neither receive nor send; <see cref="Timeout.InfiniteTimeSpan"/> for ever.</param>
     /// <param name="minDataRate">Bytes a second below which a connection is slow; 0 never evicts.</param>
     /// <param name="slowConnectionWindow">The window over which the rate is measured.</param>
     /// <param name="beforeSweep">A test's fault, run at the start of each sweep; <see langword="null"/> for none.</param>
-    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, Action? beforeSweep)
+    /// <param name="time">What the sweep's timer runs on.</param>
+    /// <param name="clock">The connections' clock (<see cref="ITcpConnectionOwner.Clock"/>), read on the same time.</param>
+    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, Action? beforeSweep, TimeProvider time, Func<long>? clock)
     {
         _idleTimeout = idleTimeout;
         _minDataRate = minDataRate;
         _slowConnectionWindow = slowConnectionWindow;
         _beforeSweep = beforeSweep;
+        _time = time;
+        _clock = clock;
     }
 
     /// <summary>Gets whether the settings ask for a sweep at all: an idle timeout, or a minimum data rate.</summary>
@@ -51,34 +61,43 @@ internal sealed class IdleAndSlowConnectionSweep
     }
 
     /// <summary>Sweeps periodically until <paramref name="stopping"/> is cancelled.</summary>
-    /// <param name="isFullWithClientWaiting">Whether every connection is taken and a client waits in the listen backlog.</param>
+    /// <param name="waitingClients">How many clients wait in the listen backlog while every connection is taken; 0
+    /// while there is room.</param>
     /// <param name="stopping">The server's stopping token.</param>
     /// <returns>A task that completes when the server stops.</returns>
     /// <exception cref="Exception">Anything unexpected.</exception>
-    public async Task RunAsync(Func<bool> isFullWithClientWaiting, CancellationToken stopping)
+    public async Task RunAsync(Func<int> waitingClients, CancellationToken stopping)
     {
         bool closesIdle = _idleTimeout != Timeout.InfiniteTimeSpan;
         long period = closesIdle
             ? Math.Clamp(_idleTimeout.Ticks / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond)
             : TimeSpan.TicksPerSecond;
+        long windowMs = (long)_slowConnectionWindow.TotalMilliseconds;
+        long eighthWindowMs = Math.Max(1, windowMs / 8);
         if (_minDataRate > 0)
         {
-            // Often enough that a waiting client is served within a window and a little.
-            period = Math.Min(period, Math.Max(TimeSpan.TicksPerMillisecond, _slowConnectionWindow.Ticks / 4));
+            // Each sweep lets in as many waiting clients as slots it frees: eight times a window, a client queued behind
+            // eight times as many slow clients as the server holds is in within one window.
+            period = Math.Min(period, eighthWindowMs * TimeSpan.TicksPerMillisecond);
         }
 
         long timeoutMs = closesIdle ? (long)_idleTimeout.TotalMilliseconds : long.MaxValue;
-        long windowMs = (long)_slowConnectionWindow.TotalMilliseconds;
+
+        // Half a period: a connection let in just after one sweep is judged by the next.
+        long judgedAfterMs = Math.Max(1, eighthWindowMs / 2);
         try
         {
-            using var timer = new PeriodicTimer(TimeSpan.FromTicks(period));
+            using var timer = new PeriodicTimer(TimeSpan.FromTicks(period), _time);
             while (await timer.WaitForNextTickAsync(stopping).ConfigureAwait(false))
             {
                 _beforeSweep?.Invoke();
-                if (SweepOnce(timeoutMs, windowMs) is { } quietestSlow && isFullWithClientWaiting())
+                SweepOnce(timeoutMs, windowMs, judgedAfterMs);
+                if (_slow.Count > 0 && waitingClients() is > 0 and int waiting)
                 {
-                    quietestSlow.Evict();
+                    EvictQuietest(waiting);
                 }
+
+                _slow.Clear();
             }
         }
         catch (OperationCanceledException)
@@ -87,12 +106,10 @@ internal sealed class IdleAndSlowConnectionSweep
         }
     }
 
-    /// <summary>Closes the connections idle for <paramref name="timeoutMs"/> and finds the quietest slow one.</summary>
-    /// <returns>The slow connection whose last activity is oldest; <see langword="null"/> when none is slow.</returns>
-    private TcpConnection? SweepOnce(long timeoutMs, long windowMs)
+    /// <summary>Closes the connections idle for <paramref name="timeoutMs"/> and lists the slow ones in <see cref="_slow"/>.</summary>
+    private void SweepOnce(long timeoutMs, long windowMs, long judgedAfterMs)
     {
-        long now = Environment.TickCount64;
-        TcpConnection? quietestSlow = null;
+        long now = _clock is null ? Environment.TickCount64 : _clock();
         foreach (var (connection, _) in _connections)
         {
             long lastActivity = connection.LastActivity;
@@ -100,13 +117,24 @@ internal sealed class IdleAndSlowConnectionSweep
             {
                 connection.CloseIdle();
             }
-            else if (_minDataRate > 0 && connection.IsSlow(now, windowMs, _minDataRate)
-                && (quietestSlow is null || lastActivity < quietestSlow.LastActivity))
+            else if (_minDataRate > 0 && connection.IsSlow(now, windowMs, _minDataRate, judgedAfterMs) && !connection.IsClosing)
             {
-                quietestSlow = connection;
+                _slow.Add((lastActivity, connection));
             }
         }
+    }
 
-        return quietestSlow;
+    /// <summary>Evicts the <paramref name="count"/> slow connections quiet longest (all, if fewer are slow).</summary>
+    private void EvictQuietest(int count)
+    {
+        if (count < _slow.Count)
+        {
+            _slow.Sort(static (a, b) => a.LastActivity.CompareTo(b.LastActivity));
+        }
+
+        for (int i = 0; i < Math.Min(count, _slow.Count); i++)
+        {
+            _slow[i].Connection.Evict();
+        }
     }
 }

@@ -35,6 +35,14 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     // raising Completed. Written before the operation starts and exchanged back to 0 exactly once.
     private int _awaiting;
 
+    /// <summary>The address the datagram in this args was sent to, which the reply leaves from: set by a UDP server on a
+    /// wildcard address (see <see cref="PacketInfoSocket"/>), unknown otherwise. A field, so that a receive fills it in place.</summary>
+    public PacketInfoSocket.LocalAddress ReplySource;
+
+    /// <summary>The length of the datagram in this args' buffer, for its reply: set by a UDP receive loop before it hands
+    /// the args over.</summary>
+    public int DatagramLength;
+
     public PooledSocketArgs(byte[] buffer)
         : base(unsafeSuppressExecutionContextFlow: true)
     {

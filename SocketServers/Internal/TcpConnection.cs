@@ -41,10 +41,13 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
     private readonly long _id;
     private readonly EndPoint? _remoteEndPoint;
 
-    // Environment.TickCount64 at the last completed receive or send; read by the idle sweep.
+    // The owner's clock (milliseconds, monotonic); null for Environment.TickCount64, read directly.
+    private readonly Func<long>? _clock;
+
+    // The clock at the last completed receive or send; read by the idle sweep.
     private long _lastActivity;
 
-    // Environment.TickCount64 when accepted, for the connection-duration histogram.
+    // The clock when accepted, for the connection-duration histogram.
     private readonly long _openedAt;
 
     // Bytes received so far; written by the loop, read by the sweep.
@@ -79,7 +82,8 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
 
         // Reads with a buffer never wait (see EchoWhileDataAsync); only the zero-byte receive does.
         socket.Blocking = false;
-        _lastActivity = _openedAt = Environment.TickCount64;
+        _clock = owner.Clock;
+        _lastActivity = _openedAt = Now();
         _rateWindow = new DataRateWindow(_openedAt);
     }
 
@@ -89,8 +93,11 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
     /// <summary>Gets the pooled args' slot.</summary>
     public PoolSlot<SocketAsyncEventArgs> Slot { get; }
 
-    /// <summary>Gets <see cref="Environment.TickCount64"/> at the last completed receive or send.</summary>
+    /// <summary>Gets the owner's clock at the last completed receive or send.</summary>
     public long LastActivity => Volatile.Read(ref _lastActivity);
+
+    /// <summary>Gets whether the server has begun to close the connection (stop, idle, evicted or aborted).</summary>
+    public bool IsClosing => Volatile.Read(ref _closeRequest) != NoCloseRequest;
 
     /// <summary>Runs the connection's receive/send loop until it closes; its failures are logged, never thrown.</summary>
     public void Execute() => _ = RunAsync();
@@ -119,8 +126,8 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
 
     /// <summary>Sweep only: whether the connection receives less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
-    public bool IsSlow(long now, long windowMs, int minDataRate)
-        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesReceived), windowMs, minDataRate);
+    public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
+        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesReceived), windowMs, minDataRate, judgedAfterMs);
 
     /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
     public void Evict()
@@ -248,7 +255,7 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
                 }
 
                 _args.SetBuffer(buffer, 0, received);
-                Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                Volatile.Write(ref _lastActivity, Now());
                 Volatile.Write(ref _bytesReceived, _bytesReceived + received);
                 for (int sent = 0; sent < received; sent += _args.BytesTransferred)
                 {
@@ -260,7 +267,7 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
                     }
 
                     _owner.Count.BytesEchoed(_args.BytesTransferred);
-                    Volatile.Write(ref _lastActivity, Environment.TickCount64);
+                    Volatile.Write(ref _lastActivity, Now());
                 }
 
                 _owner.Count.MessageEchoed();
@@ -329,7 +336,7 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
         {
             // Whatever the log line did (a logger may throw), the socket closes and the args goes back.
             _socket.Dispose();
-            _owner.OnConnectionClosed(this, TimeSpan.FromMilliseconds(Environment.TickCount64 - _openedAt));
+            _owner.OnConnectionClosed(this, TimeSpan.FromMilliseconds(Now() - _openedAt));
         }
     }
 
@@ -374,6 +381,8 @@ internal sealed class TcpConnection : IThreadPoolWorkItem
             }
         }
     }
+
+    private long Now() => _clock is null ? Environment.TickCount64 : _clock();
 
     private void Shutdown(SocketShutdown how)
     {
