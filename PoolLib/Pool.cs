@@ -127,17 +127,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <remarks>Any exception from <see cref="ObjectConstructor"/> or <see cref="Validate"/> reaches the caller; the cap is untouched by it.</remarks>
-    public PoolSlot<T> TakeSlot()
-    {
-        if (TryTakeOwn(out PoolSlot<T>? slot))
-        {
-            return slot;
-        }
-
-        slot = TakeSlotSlow(start: 0, deadline: long.MaxValue);
-        Debug.Assert(slot is not null, "An endless wait ends with a slot or an exception.");
-        return slot;
-    }
+    public PoolSlot<T> TakeSlot() => TakeOwn() ?? TakeSlotSlow(start: 0, deadline: long.MaxValue)!;
 
     /// <summary>Takes an object if one is idle or may be created; never waits.</summary>
     /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
@@ -149,12 +139,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        if (TryTakeOwn(out slot))
-        {
-            return true;
-        }
-
-        slot = TakeSlotSlow(start: 0, deadline: 0);
+        slot = TakeOwn() ?? TakeSlotSlow(start: 0, deadline: 0);
         return slot is not null;
     }
 
@@ -174,13 +159,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ThrowTimeoutOutOfRange(nameof(timeout));
         }
 
-        if (TryTakeOwn(out slot))
-        {
-            return true;
-        }
-
         long deadline = timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : start + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
-        slot = TakeSlotSlow(start, deadline);
+        slot = TakeOwn() ?? TakeSlotSlow(start, deadline);
         return slot is not null;
     }
 
@@ -192,15 +172,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before an object was handed over.</exception>
-    public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default)
-    {
-        if (TryTakeOwn(out PoolSlot<T>? slot))
-        {
-            return new ValueTask<PoolSlot<T>>(slot);
-        }
-
-        return TakeSlotSlowAsync(cancellationToken);
-    }
+    public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default) =>
+        TakeOwn() is { } slot ? new ValueTask<PoolSlot<T>>(slot) : TakeSlotSlowAsync(cancellationToken);
 
     /// <summary>Returns a rented object to the pool; the same as disposing its slot.</summary>
     /// <param name="slot">A slot taken from this pool and not yet returned.</param>
@@ -227,7 +200,24 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ThrowSlotAlreadyReturned();
         }
 
-        EndRental(slot);
+        // EndRental, written out: the clean-up's handler inline keeps a release to one call.
+        if (_tracksIdleTime | slot.IsRetired)
+        {
+            EndRentalSlow(slot);
+            return;
+        }
+
+        try
+        {
+            CleanUp(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            throw;
+        }
+
+        Store(slot);
     }
 
     /// <summary>Returns a rented object to the pool, if it is still in the rental <paramref name="rental"/>.</summary>
@@ -472,19 +462,40 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>
     /// The path every take tries first: the newest idle object the calling thread took before, unless
-    /// a taker is waiting, which goes first, or the pool is disposed.
+    /// a taker is waiting, which goes first, or the pool is disposed. Null when it finds none to hand out.
     /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private bool TryTakeOwn([NotNullWhen(true)] out PoolSlot<T>? slot)
+    /// <remarks>Validation is inline, not a call: this method is most of a take.</remarks>
+    private PoolSlot<T>? TakeOwn()
     {
-        if (_waiters.IsQuietAndLive && _hints.CurrentOrNull is { } hints && hints.TryTake(_registry.Array, out slot))
+        if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints || !hints.TryTake(_registry.Array, out PoolSlot<T>? slot))
         {
-            // Refused (retired or invalid, and discarded): the slow path looks further.
-            return slot.IsRetired | _tracksRentals ? TryAccept(slot, hints, hinted: true) : IsValidOrDiscarded(slot);
+            return null;
         }
 
-        slot = null;
-        return false;
+        if (_tracksRentals | slot.IsRetired)
+        {
+            return TryAccept(slot, hints, hinted: true) ? slot : null;
+        }
+
+        bool valid;
+        try
+        {
+            valid = Validate(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            throw;
+        }
+
+        if (valid)
+        {
+            return slot;
+        }
+
+        // Refused and discarded: the slow path looks further.
+        DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
+        return null;
     }
 
     /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
@@ -515,10 +526,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// Ends a rental whose return the caller has claimed: cleans the object up and stores it, or
     /// discards it if it is retired or the pool is disposed.
     /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void EndRental(PoolSlot<T> slot)
     {
-        if (slot.IsRetired || _tracksIdleTime)
+        if (_tracksIdleTime | slot.IsRetired)
         {
             EndRentalSlow(slot);
             return;
@@ -643,12 +653,22 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </remarks>
     private bool TrySpinTake(long deadline, [NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        // SpinWait sleeps now and then, so an interrupt may end the spin, as it would any blocking
-        // take; nothing is held between rounds, so nothing is left behind.
+        // SpinWait yields the core now and then, which may keep a thread off it past a deadline: a timed
+        // take only spins. An interrupt may end a yield, as it would any blocking take; nothing is held
+        // between rounds, so nothing is left behind.
+        bool endless = deadline == long.MaxValue;
         var spinner = new SpinWait();
-        for (int i = 0; i < SpinRoundsBeforeWaiting && (deadline == long.MaxValue || Stopwatch.GetTimestamp() < deadline); i++)
+        for (int i = 0; i < SpinRoundsBeforeWaiting && (endless || Stopwatch.GetTimestamp() < deadline); i++)
         {
-            spinner.SpinOnce(sleep1Threshold: -1);
+            if (endless)
+            {
+                spinner.SpinOnce(sleep1Threshold: -1);
+            }
+            else
+            {
+                Thread.SpinWait(1 << Math.Min(i, 8));
+            }
+
             if (TryTakeWithoutWaiting(out slot))
             {
                 return true;
