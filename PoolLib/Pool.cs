@@ -464,7 +464,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// The path every take tries first: the newest idle object the calling thread took before, unless
     /// a taker is waiting, which goes first, or the pool is disposed. Null when it finds none to hand out.
     /// </summary>
-    /// <remarks>Validation is inline, not a call: this method is most of a take.</remarks>
     private PoolSlot<T>? TakeOwn()
     {
         if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints || !hints.TryTake(_registry.Array, out PoolSlot<T>? slot))
@@ -472,30 +471,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return null;
         }
 
-        if (_tracksRentals | slot.IsRetired)
-        {
-            return TryAccept(slot, hints, hinted: true) ? slot : null;
-        }
-
-        bool valid;
-        try
-        {
-            valid = Validate(slot.Object);
-        }
-        catch (Exception failure)
-        {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
-            throw;
-        }
-
-        if (valid)
-        {
-            return slot;
-        }
-
-        // Refused and discarded: the slow path looks further.
-        DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
-        return null;
+        // Refused (retired or invalid, and discarded): the slow path looks further.
+        bool accepted = _tracksRentals | slot.IsRetired ? TryAccept(slot, hints, hinted: true) : IsValidOrDiscarded(slot);
+        return accepted ? slot : null;
     }
 
     /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
