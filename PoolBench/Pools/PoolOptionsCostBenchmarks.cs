@@ -9,7 +9,7 @@ namespace PoolBench.Pools;
 /// What our pool's options cost: the one-worker short-rental cell at capacity 64 for
 /// <c>DefaultObjectPool</c> (the baseline), and for ours with default options, with a listener on
 /// its meter, with the options that act on every release, with leak detection (its default sampling,
-/// and every rental traced), and with abandoned rentals taken back.
+/// no rental traced, every rental traced), and with abandoned rentals taken back.
 /// </summary>
 [MemoryDiagnoser]
 [ThreadingDiagnoser]
@@ -56,6 +56,10 @@ public class PoolOptionsCostBenchmarks
     public void StartLeakDetectionThreshold() =>
         Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) })));
 
+    [GlobalSetup(Target = nameof(LeakDetectionTracingNoRental))]
+    public void StartLeakDetectionTracingNoRental() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1), LeakSamplingInterval = 0 })));
+
     [GlobalSetup(Target = nameof(LeakDetectionTracingEveryRental))]
     public void StartLeakDetectionTracingEveryRental() =>
         Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1), LeakSamplingInterval = 1 })));
@@ -87,6 +91,9 @@ public class PoolOptionsCostBenchmarks
 
     [Benchmark(Description = "Pool<T>, LeakDetectionThreshold", OperationsPerInvoke = PairsPerInvocation)]
     public void LeakDetectionThreshold() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, LeakDetectionThreshold, LeakSamplingInterval 0", OperationsPerInvoke = PairsPerInvocation)]
+    public void LeakDetectionTracingNoRental() => _workers!.Run();
 
     [Benchmark(Description = "Pool<T>, LeakDetectionThreshold, LeakSamplingInterval 1", OperationsPerInvoke = PairsPerInvocation)]
     public void LeakDetectionTracingEveryRental() => _workers!.Run();
