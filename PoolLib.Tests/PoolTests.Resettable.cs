@@ -1,3 +1,4 @@
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.ObjectPool;
 
@@ -63,11 +64,16 @@ public sealed partial class PoolTests
         Assert.That(pool.AvailableCount, Is.EqualTo(1));
     }
 
-    [Test]
-    public void AsObjectPool_ResettableObjectReturnedAndResetFails_DiscardedLikeDefaultObjectPoolDoes()
+    [TestCase(false, TestName = "AsObjectPool_ResettableObjectReturnedAndResetFails_DiscardedLikeDefaultObjectPoolDoes")]
+    [TestCase(true, TestName = "AddPool_ResettableObjectReturnedThroughTheContainerAndResetFails_Discarded")]
+    public void ObjectPool_ResettableObjectsReturned_ResetOrDiscardedWhenTheResetFails(bool fromContainer)
     {
-        using Pool<ResettableObject> pool = Pool.Create(2, () => new ResettableObject());
-        ObjectPool<ResettableObject> objects = pool.AsObjectPool();
+        var services = new ServiceCollection();
+        services.AddPool(new PoolOptions { MaxCapacity = 2 }, _ => new ResettableObject());
+        using ServiceProvider provider = services.BuildServiceProvider();
+        using Pool<ResettableObject> created = Pool.Create(2, () => new ResettableObject());
+        Pool<ResettableObject> pool = fromContainer ? provider.GetRequiredService<Pool<ResettableObject>>() : created;
+        ObjectPool<ResettableObject> objects = fromContainer ? provider.GetRequiredService<ObjectPool<ResettableObject>>() : created.AsObjectPool();
         ResettableObject kept = objects.Get();
         ResettableObject dropped = objects.Get();
         dropped.ResetSucceeds = false;
