@@ -13,11 +13,22 @@ public sealed class PoolLeakEventArgsTests
     }
 
     [Test]
-    public void Constructor_NullStackTrace_Throws()
+    public void ToString_NoStackTrace_SaysTheRentalWasNotSampled()
     {
-        var exception = Assert.Throws<ArgumentNullException>(() => new PoolLeakEventArgs("pool", TimeSpan.Zero, null!));
+        var args = new PoolLeakEventArgs("pool", TimeSpan.FromSeconds(3), stackTrace: null);
 
-        Assert.That(exception!.ParamName, Is.EqualTo("stackTrace"));
+        Assert.That(args.StackTrace, Is.Null);
+        Assert.That(args.ToString(), Does.Contain("'pool'").And.Contain("00:00:03").And.Contain("not one of the rentals sampled"));
+    }
+
+    [Test]
+    public void ToString_StackTrace_EndsWithIt()
+    {
+        var trace = new StackTrace();
+
+        var args = new PoolLeakEventArgs("pool", TimeSpan.FromSeconds(3), trace);
+
+        Assert.That(args.ToString(), Does.EndWith(trace.ToString()));
     }
 
     [Test]

@@ -140,7 +140,7 @@ public sealed class PoolObjectPoolExtensionsTests
     {
         var services = new ServiceCollection();
 
-        Assert.That(Assert.Throws<ArgumentNullException>(() => services.AddPool<StringBuilder>(null!, _ => new StringBuilder()))!.ParamName, Is.EqualTo("options"));
+        Assert.That(Assert.Throws<ArgumentNullException>(() => services.AddPool<StringBuilder>((PoolOptions)null!, _ => new StringBuilder()))!.ParamName, Is.EqualTo("options"));
         Assert.That(Assert.Throws<ArgumentNullException>(() => services.AddPool<StringBuilder>(new PoolOptions { MaxCapacity = 1 }, null!))!.ParamName, Is.EqualTo("factory"));
         Assert.That(Assert.Throws<ArgumentNullException>(() => PoolServiceCollectionExtensions.AddPool<StringBuilder>(null!, new PoolOptions { MaxCapacity = 1 }, _ => new StringBuilder()))!.ParamName, Is.EqualTo("services"));
     }

@@ -139,6 +139,8 @@ public sealed partial class PoolTests
     [TestCase("pool.objects.discarded")]
     [TestCase("pool.take.wait_time")]
     [TestCase("pool.take.timeouts")]
+    [TestCase("pool.use_time")]
+    [TestCase("pool.create_time")]
     [CancelAfter(10_000)]
     public async Task Metrics_ListenerThrowsFromAMeasurement_NoObjectOrPlaceUnderTheCapLost(string instrumentName, CancellationToken cancellationToken)
     {

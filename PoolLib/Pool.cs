@@ -3,6 +3,7 @@ using System.Diagnostics.CodeAnalysis;
 using System.Numerics;
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
+using Microsoft.Extensions.ObjectPool;
 using PoolLib.Internal;
 
 namespace PoolLib;
@@ -24,19 +25,24 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotRegistry<T> _registry = new();
-    private readonly ThreadHintTable<T> _hints = new();
+    private readonly ThreadHintTable<T> _hints;
     private readonly IdleSlotStacks<T> _idleStacks = new();
     private readonly TakeWaiters<T> _waiters = new();
     private readonly PoolMaintenance<T>? _maintenance;
     private readonly string _name;
     private readonly int _minIdle;
+    private readonly TimeProvider _time;
 
     // No thread needs hints for more slots than the cap.
     private readonly int _maxHints;
 
-    // Whether a take or a release does more than its fast path: time-based options are on.
-    private readonly bool _tracksRentals;
+    // One take in this many records where it was taken; 0 while leak detection or its sampling is off.
+    private readonly int _leakSamplingInterval;
+
+    // Whether a release does more than its fast path: it resets idle time, or calls IResettable.TryReset.
     private readonly bool _tracksIdleTime;
+    private readonly bool _resetsObjects;
+    private readonly bool _releasesSlowly;
 
     // How many times Clear has begun; an object made while it changed is retired.
     private int _clears;
@@ -68,24 +74,22 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>The constructor every other one calls.</summary>
     /// <param name="options">The options, checked here.</param>
     /// <param name="defaultName">Replaces the type's name as the default name.</param>
-    private protected Pool(PoolOptions options, string? defaultName)
+    /// <param name="resetsObjects">Whether a release calls the object's <see cref="IResettable.TryReset"/> instead of <see cref="CleanUp"/>.</param>
+    private protected Pool(PoolOptions options, string? defaultName, bool resetsObjects = false)
     {
         ArgumentNullException.ThrowIfNull(options);
-        ArgumentOutOfRangeException.ThrowIfLessThan(options.MaxCapacity, 1, $"options.{nameof(PoolOptions.MaxCapacity)}");
-        ArgumentOutOfRangeException.ThrowIfNegative(options.MinIdle, $"options.{nameof(PoolOptions.MinIdle)}");
-        ArgumentOutOfRangeException.ThrowIfGreaterThan(options.MinIdle, options.MaxCapacity, $"options.{nameof(PoolOptions.MinIdle)}");
-        if (options.Name is { } name && string.IsNullOrWhiteSpace(name))
-        {
-            throw new ArgumentException("The pool's name must not be empty or white space.", $"options.{nameof(PoolOptions.Name)}");
-        }
-
+        options.Validate();
         _allocationBudget = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
         _name = options.Name ?? defaultName ?? DisplayName(GetType());
         _minIdle = options.MinIdle;
+        _time = options.TimeProvider ?? TimeProvider.System;
         _maxHints = (int)Math.Min(1 << 16, BitOperations.RoundUpToPowerOf2((uint)options.MaxCapacity));
+        _leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval;
+        _hints = new ThreadHintTable<T>(_leakSamplingInterval);
         _maintenance = PoolMaintenance<T>.Create(this, options);
-        _tracksRentals = _maintenance?.TracksRentals ?? false;
         _tracksIdleTime = _maintenance?.TracksIdleTime ?? false;
+        _resetsObjects = resetsObjects;
+        _releasesSlowly = _tracksIdleTime | resetsObjects;
         PoolMetrics.Track(this);
     }
 
@@ -94,11 +98,22 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <see cref="PoolOptions.LeakDetectionThreshold"/>; never raised while that option is off.
     /// </summary>
     /// <remarks>
-    /// Raised on a timer thread, a little after the threshold passes (within a quarter of the
-    /// shortest of the pool's time-based options). The rental goes on: the pool only reports it. An
-    /// exception thrown by a handler is caught and dropped, so that the timer and the other handlers run.
+    /// Raised on a timer thread, after the threshold passes: the timer, which ticks every quarter of
+    /// the shortest of the pool's time spans, notes when it first sees a rental, so a report comes up to
+    /// two ticks late, never early. The rental goes on: the pool only reports it. An exception thrown by
+    /// a handler is caught and dropped, so that the timer and the other handlers run.
     /// </remarks>
     public event EventHandler<PoolLeakEventArgs>? RentalLeakSuspected;
+
+    /// <summary>
+    /// Raised, once per rental, when a rental reported by <see cref="RentalLeakSuspected"/> has come
+    /// back (released or discarded by its renter); not for one the pool took back as abandoned.
+    /// </summary>
+    /// <remarks>
+    /// Raised on the timer thread, at its first tick after the release; <see cref="PoolLeakEventArgs.HeldFor"/>
+    /// is counted to that tick. Handlers' exceptions are dropped, as for <see cref="RentalLeakSuspected"/>.
+    /// </remarks>
+    public event EventHandler<PoolLeakEventArgs>? LeakedRentalReturned;
 
     /// <summary>Gets the pool's name, as metrics and leak reports show it: <see cref="PoolOptions.Name"/>, or the pool type's name.</summary>
     public string Name => _name;
@@ -185,7 +200,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// waiting taker or stores it. If <see cref="CleanUp"/> throws, the object is discarded and the
     /// exception propagates. After <see cref="Dispose()"/>, the object is disposed instead of stored.
     /// A release that throws <see cref="ArgumentException"/> or <see cref="InvalidOperationException"/>
-    /// changes nothing; any other exception comes after the slot was returned (or discarded).
+    /// changes nothing; any other exception comes after the slot was returned (or discarded). A release
+    /// of a rental the pool took back as abandoned does nothing and throws nothing.
     /// </remarks>
     public void Release(PoolSlot<T> slot)
     {
@@ -197,11 +213,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         if (!slot.TryBeginReturn())
         {
-            ThrowSlotAlreadyReturned();
+            RefuseRelease(slot, rental: -1);
+            return;
         }
 
         // EndRental, written out: the clean-up's handler inline keeps a release to one call.
-        if (_tracksIdleTime | slot.IsRetired)
+        if (_releasesSlowly | slot.NeedsCareOnRelease)
         {
             EndRentalSlow(slot);
             return;
@@ -242,7 +259,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         if (!slot.TryBeginReturn(rental))
         {
-            ThrowSlotAlreadyReturned();
+            RefuseRelease(slot, rental);
+            return;
         }
 
         EndRental(slot);
@@ -421,10 +439,19 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
-    /// <summary>Raises <see cref="RentalLeakSuspected"/>, each handler in turn, dropping what they throw.</summary>
-    internal void ReportLeak(PoolLeakEventArgs args)
+    /// <summary>Counts and raises <see cref="RentalLeakSuspected"/>, or <see cref="LeakedRentalReturned"/>, each handler in turn, dropping what they throw.</summary>
+    internal void RaiseLeakEvent(PoolLeakEventArgs args, bool returned)
     {
-        if (RentalLeakSuspected is not { } handlers)
+        if (returned)
+        {
+            PoolMetrics.LeakReturned(_name);
+        }
+        else
+        {
+            PoolMetrics.LeakReported(_name);
+        }
+
+        if ((returned ? LeakedRentalReturned : RentalLeakSuspected) is not { } handlers)
         {
             return;
         }
@@ -442,6 +469,34 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
+    /// <summary>
+    /// Takes back a rental held past the abandoned-rental timeout, if it is still rented in
+    /// <paramref name="rental"/>: discards its object and gives its place under the cap to a waiter.
+    /// </summary>
+    internal bool TryTakeBackAbandoned(PoolSlot<T> slot, int rental)
+    {
+        // This and the renter's release race for one compare-and-swap from (rented, rental). The number
+        // goes first, so a release that loses reads it after the state it lost to (see PoolSlot.WasTakenBack).
+        SlotHistory history = slot.History!;
+        Volatile.Write(ref history.AbandonedRental, rental);
+        if (!slot.TryBeginReturn(rental))
+        {
+            Volatile.Write(ref history.AbandonedRental, -1);
+            return false;
+        }
+
+        try
+        {
+            Discard(slot, PoolMetrics.DiscardReason.Abandoned);
+        }
+        catch (Exception)
+        {
+            // The object's Dispose failed; it is gone, and its place under the cap is back, all the same.
+        }
+
+        return true;
+    }
+
     /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>
     internal T CreateUnpooled()
     {
@@ -454,9 +509,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         if (!slot.TryBeginReturn())
         {
-            ThrowSlotAlreadyReturned();
+            RefuseRelease(slot, rental: -1);
+            return;
         }
 
+        RecordUse(slot);
         Discard(slot, _waiters.IsDisposed ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
     }
 
@@ -466,14 +523,25 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </summary>
     private PoolSlot<T>? TakeOwn()
     {
-        if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints || !hints.TryTake(_registry.Array, out PoolSlot<T>? slot))
+        // A take due to be sampled for leak detection goes the slow way, which records where it was taken.
+        if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints
+            || (_leakSamplingInterval != 0 && hints.CountDownToLeakSample()) || !hints.TryTake(_registry.Array, out PoolSlot<T>? slot))
         {
             return null;
         }
 
         // Refused (retired or invalid, and discarded): the slow path looks further.
-        bool accepted = _tracksRentals | slot.IsRetired ? TryAccept(slot, hints, hinted: true) : IsValidOrDiscarded(slot);
-        return accepted ? slot : null;
+        if (slot.IsRetired ? !TryAccept(slot, hints, hinted: true) : !IsValidOrDiscarded(slot))
+        {
+            return null;
+        }
+
+        if (PoolMetrics.UseTimeEnabled)
+        {
+            BeginUse(slot);
+        }
+
+        return slot;
     }
 
     /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
@@ -506,29 +574,67 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </summary>
     private void EndRental(PoolSlot<T> slot)
     {
-        if (_tracksIdleTime | slot.IsRetired)
+        if (_releasesSlowly | slot.NeedsCareOnRelease)
         {
             EndRentalSlow(slot);
             return;
         }
 
-        CleanUpOrDiscard(slot);
-        Store(slot);
+        if (CleanUpOrDiscard(slot))
+        {
+            Store(slot);
+        }
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void EndRentalSlow(PoolSlot<T> slot)
     {
+        RecordUse(slot);
         if (slot.IsRetired)
         {
             Discard(slot, PoolMetrics.DiscardReason.Expired);
             return;
         }
 
-        // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
-        Volatile.Write(ref slot.History!.IdleSince, 0);
-        CleanUpOrDiscard(slot);
-        Store(slot);
+        if (_tracksIdleTime)
+        {
+            // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
+            Volatile.Write(ref slot.History!.IdleSince, 0);
+        }
+
+        if (CleanUpOrDiscard(slot))
+        {
+            Store(slot);
+        }
+    }
+
+    /// <summary>What a release whose claim failed owes: nothing for a rental taken back as abandoned (but a count); else an exception.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void RefuseRelease(PoolSlot<T> slot, int rental)
+    {
+        if (!slot.WasTakenBack(rental))
+        {
+            ThrowSlotAlreadyReturned();
+        }
+
+        PoolMetrics.ReleasedLate(_name);
+    }
+
+    /// <summary>Notes when a rental began, for the use-time histogram; only while a listener has it on.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void BeginUse(PoolSlot<T> slot)
+    {
+        slot.UseStart = _time.GetTimestamp();
+        slot.MarkUseStamped();
+    }
+
+    /// <summary>Records how long a rental that is ending lasted, if its beginning was noted.</summary>
+    private void RecordUse(PoolSlot<T> slot)
+    {
+        if (slot.TakeUseStamp())
+        {
+            PoolMetrics.Used(_name, _time.GetElapsedTime(slot.UseStart));
+        }
     }
 
     /// <summary>Makes idle again a slot handed to a waiter that gave up, whose object nobody used.</summary>
@@ -587,6 +693,37 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <param name="deadline">When to give up, in the same units.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private PoolSlot<T>? TakeSlotSlow(long start, long deadline)
+    {
+        StackTrace? trace = SampleTrace();
+        PoolSlot<T>? slot = TakeOrWait(start, deadline);
+        if (slot is not null)
+        {
+            BeginRental(slot, trace);
+        }
+
+        return slot;
+    }
+
+    /// <summary>Where a take begins, if it is one that leak detection samples; else <see langword="null"/>.</summary>
+    private StackTrace? SampleTrace() =>
+        _leakSamplingInterval != 0 && _hints.Current.TakeLeakSample(_leakSamplingInterval) ? CallerStackTrace.Capture() : null;
+
+    /// <summary>What a take on the slow path owes its rental: where it began, if sampled, and when, if the use-time histogram is on.</summary>
+    private void BeginRental(PoolSlot<T> slot, StackTrace? trace)
+    {
+        if (trace is not null)
+        {
+            _maintenance!.RecordTrace(slot, trace);
+        }
+
+        if (PoolMetrics.UseTimeEnabled)
+        {
+            BeginUse(slot);
+        }
+    }
+
+    /// <summary>The body of <see cref="TakeSlotSlow"/>, with the same parameters and result.</summary>
+    private PoolSlot<T>? TakeOrWait(long start, long deadline)
     {
         if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
         {
@@ -704,12 +841,15 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         try
         {
+            // Sampled here, on the caller's thread: a wait completes on another.
+            StackTrace? trace = SampleTrace();
             if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
             {
+                BeginRental(slot, trace);
                 return new ValueTask<PoolSlot<T>>(slot);
             }
 
-            return new ValueTask<PoolSlot<T>>(WaitAsync(_waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException), cancellationToken));
+            return new ValueTask<PoolSlot<T>>(WaitAsync(_waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException), trace, cancellationToken));
         }
         catch (Exception failure)
         {
@@ -717,7 +857,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
-    private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, CancellationToken cancellationToken)
+    private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, StackTrace? trace, CancellationToken cancellationToken)
     {
         CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
             static (state, token) =>
@@ -744,7 +884,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             registration.Unregister();
         }
 
-        return Accept(waiter, handedOver);
+        PoolSlot<T> slot = Accept(waiter, handedOver);
+        BeginRental(slot, trace);
+        return slot;
     }
 
     /// <summary>Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted unit of the cap.</summary>
@@ -790,7 +932,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>
     /// What a take owes for an idle slot it has claimed: a retired or invalid object is discarded (and
-    /// this returns <see langword="false"/>); otherwise the rental is hinted and tracked.
+    /// this returns <see langword="false"/>); otherwise the slot is hinted.
     /// </summary>
     /// <param name="slot">The slot claimed.</param>
     /// <param name="hints">The calling thread's hints.</param>
@@ -817,30 +959,52 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             hints.Hint(slot.Index, _maxHints);
         }
 
-        if (_tracksRentals)
-        {
-            _maintenance!.BeginRental(slot);
-        }
-
         return true;
     }
 
-    /// <summary>Runs <see cref="CleanUp"/> on a returning slot; if it throws, discards the slot and rethrows.</summary>
-    private void CleanUpOrDiscard(PoolSlot<T> slot)
+    /// <summary>
+    /// Runs <see cref="CleanUp"/>, or <see cref="IResettable.TryReset"/>, on a returning slot; if it
+    /// throws, discards the slot and rethrows; if the reset fails, discards the slot and returns false.
+    /// </summary>
+    private bool CleanUpOrDiscard(PoolSlot<T> slot)
     {
+        bool reset = true;
         try
         {
-            CleanUp(slot.Object);
+            if (_resetsObjects)
+            {
+                reset = ((IResettable)slot.Object).TryReset();
+            }
+            else
+            {
+                CleanUp(slot.Object);
+            }
         }
         catch (Exception failure)
         {
             DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
             throw;
         }
+
+        if (!reset)
+        {
+            Discard(slot, PoolMetrics.DiscardReason.ResetFailed);
+        }
+
+        return reset;
     }
 
-    private T Construct() =>
-        ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+    private T Construct()
+    {
+        long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
+        T @object = ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+        if (start != 0)
+        {
+            PoolMetrics.Constructed(_name, _time.GetElapsedTime(start));
+        }
+
+        return @object;
+    }
 
     /// <summary>Makes an object and its slot, rented, with one unit of the cap the caller already holds.</summary>
     private PoolSlot<T> CreateSlot()
@@ -897,11 +1061,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         PoolSlot<T> slot = CreateSlot();
         hints.Hint(slot.Index, _maxHints);
-        if (_tracksRentals)
-        {
-            _maintenance!.BeginRental(slot);
-        }
-
         return slot;
     }
 

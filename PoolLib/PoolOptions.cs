@@ -8,6 +8,9 @@ namespace PoolLib;
 /// </remarks>
 public sealed class PoolOptions
 {
+    /// <summary>The default of <see cref="LeakSamplingInterval"/>: one rental in this many records where it was taken.</summary>
+    public const int DefaultLeakSamplingInterval = 128;
+
     /// <summary>Gets or sets the cap on objects alive at once, idle and rented together; at least 1. Required.</summary>
     public int MaxCapacity { get; set; }
 
@@ -34,9 +37,8 @@ public sealed class PoolOptions
     /// instead of stored, or by a background timer if it is idle; <see langword="null"/> (the default) for no limit.
     /// </summary>
     /// <remarks>
-    /// The timer checks ages every quarter of the shortest of this, <see cref="IdleTimeout"/> and
-    /// <see cref="LeakDetectionThreshold"/>, so an object may outlive this by up to that much; a
-    /// release itself reads no clock.
+    /// The timer checks ages every quarter of the shortest of the pool's time spans, so an object may
+    /// outlive this by up to that much; a release itself reads no clock.
     /// </remarks>
     public TimeSpan? MaxObjectLifetime { get; set; }
 
@@ -44,12 +46,71 @@ public sealed class PoolOptions
     /// Gets or sets how long a rental may last before <see cref="Pool{T}.RentalLeakSuspected"/> is
     /// raised for it; <see langword="null"/> (the default) to turn leak detection off.
     /// </summary>
-    /// <remarks>While it is on, every take captures its stack trace, which costs microseconds.</remarks>
+    /// <remarks>
+    /// Every rental held longer is reported, whether or not it was sampled (see <see cref="LeakSamplingInterval"/>).
+    /// A take reads no clock for it: the background timer notes when it first sees each rental.
+    /// </remarks>
     public TimeSpan? LeakDetectionThreshold { get; set; }
 
     /// <summary>
-    /// Gets or sets the clock and timers the pool uses for idle time, object lifetime and leak
-    /// detection; <see langword="null"/> (the default) for <see cref="TimeProvider.System"/>.
+    /// Gets or sets how many rentals share one record of where it was taken, while leak detection is
+    /// on: one rental in this many (on each thread) captures its stack trace. 1 traces every rental,
+    /// 0 none; the default is <see cref="DefaultLeakSamplingInterval"/>.
+    /// </summary>
+    /// <remarks>
+    /// A trace costs microseconds and allocates, so tracing every rental is meant for tests. A
+    /// reported rental that was not sampled has no <see cref="PoolLeakEventArgs.StackTrace"/>.
+    /// </remarks>
+    public int LeakSamplingInterval { get; set; } = DefaultLeakSamplingInterval;
+
+    /// <summary>
+    /// Gets or sets how long a rental may last before the pool takes it back: its object is discarded
+    /// (never handed out again, since its renter may still use it) and its place under the cap goes
+    /// to the next taker; <see langword="null"/> (the default) to leave rentals alone.
+    /// </summary>
+    /// <remarks>
+    /// The background timer takes a rental back between this long and this long plus a quarter of the
+    /// shortest of the pool's time spans after it began. A release of the slot after that changes
+    /// nothing, throws nothing, and is counted.
+    /// </remarks>
+    public TimeSpan? AbandonedRentalTimeout { get; set; }
+
+    /// <summary>
+    /// Gets or sets the clock and timers the pool uses for its time-based options and for the
+    /// <c>pool.use_time</c> and <c>pool.create_time</c> histograms; <see langword="null"/> (the default)
+    /// for <see cref="TimeProvider.System"/>.
     /// </summary>
     public TimeProvider? TimeProvider { get; set; }
+
+    /// <summary>Rejects a value out of range, naming the option as <c>options.Name</c>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">A number or time span is out of range.</exception>
+    /// <exception cref="ArgumentException"><see cref="Name"/> is empty or white space.</exception>
+    internal void Validate()
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(MaxCapacity, 1, $"options.{nameof(MaxCapacity)}");
+        ArgumentOutOfRangeException.ThrowIfNegative(MinIdle, $"options.{nameof(MinIdle)}");
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(MinIdle, MaxCapacity, $"options.{nameof(MinIdle)}");
+        ArgumentOutOfRangeException.ThrowIfNegative(LeakSamplingInterval, $"options.{nameof(LeakSamplingInterval)}");
+        if (Name is { } name && string.IsNullOrWhiteSpace(name))
+        {
+            throw new ArgumentException("The pool's name must not be empty or white space.", $"options.{nameof(Name)}");
+        }
+
+        foreach ((TimeSpan? span, string option) in TimeSpans)
+        {
+            if (span is { } positive)
+            {
+                ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(positive, TimeSpan.Zero, $"options.{option}");
+            }
+        }
+    }
+
+    /// <summary>Gets the time-span options with their names: each is off when null, and positive when set.</summary>
+    internal (TimeSpan? Span, string Name)[] TimeSpans =>
+    [
+        (IdleTimeout, nameof(IdleTimeout)),
+        (LeakDetectionThreshold, nameof(LeakDetectionThreshold)),
+        (MaxObjectLifetime, nameof(MaxObjectLifetime)),
+        (AbandonedRentalTimeout, nameof(AbandonedRentalTimeout)),
+    ];
 }

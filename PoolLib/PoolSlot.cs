@@ -28,12 +28,18 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     private const int PhaseMask = 3;
     private const int OneRental = 4;
 
+    // Bits of _flags.
+    private const int RetiredFlag = 1;
+    private const int UseStampedFlag = 2;
+
     private readonly Pool<T> _owner;
     private readonly T _object;
     private int _state = Rented + OneRental;
 
-    // Set once, by Clear or the lifetime sweep: the object goes at its next take or release.
-    private volatile bool _retired;
+    // RetiredFlag: set once, by Clear or the lifetime sweep: the object goes at its next take or release.
+    // UseStampedFlag: set by a take that noted UseStart, cleared by the release that reads it. Either
+    // sends the release off its fast path; both change with Interlocked, so neither loses the other.
+    private int _flags;
 
     // The idle stack that holds an entry for this slot, or null: written only under that stack's lock,
     // with a fence, so that a releaser who reads null after publishing knows to push (see IdleSlotStacks).
@@ -48,6 +54,10 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 
     // What the pool's time-based options track per object; null while every such option is off.
     internal SlotHistory? History;
+
+    // When the current rental began, for the use-time histogram: written by the taker, before it sets
+    // UseStampedFlag, only while a listener has the histogram on.
+    internal long UseStart;
 
     // After the fields above: slots that different threads use never share a cache line.
 #pragma warning disable CS0169 // Never read: it only takes up room.
@@ -80,20 +90,36 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 
     internal bool IsDiscarded => (Volatile.Read(ref _state) & PhaseMask) == Discarded;
 
-    internal bool IsRetired => _retired;
+    internal bool IsRetired => (Volatile.Read(ref _flags) & RetiredFlag) != 0;
+
+    /// <summary>Gets whether a release of the slot must leave its fast path: it is retired, or its use time is to be recorded.</summary>
+    internal bool NeedsCareOnRelease => Volatile.Read(ref _flags) != 0;
+
+    /// <summary>Gets the number of the current rental if the slot is rented, else -1.</summary>
+    internal int RentedRental
+    {
+        get
+        {
+            int state = Volatile.Read(ref _state);
+            return (state & PhaseMask) == Rented ? state >>> 2 : -1;
+        }
+    }
 
     internal IdleSlotStack<T>? Stack => Volatile.Read(ref _stack);
 
     /// <summary>Returns this slot to the pool it came from.</summary>
     /// <exception cref="InvalidOperationException">The slot is already back in its pool.</exception>
-    /// <remarks>The same as <see cref="Pool{T}.Release(PoolSlot{T})"/> on the slot's own pool.</remarks>
+    /// <remarks>
+    /// The same as <see cref="Pool{T}.Release(PoolSlot{T})"/> on the slot's own pool: after the pool took
+    /// the rental back as abandoned (<see cref="PoolOptions.AbandonedRentalTimeout"/>), it does nothing.
+    /// </remarks>
     public void Dispose() => _owner.Release(this);
 
     /// <summary>
     /// Ends the rental without storing the object: it is disposed if it is <see cref="IDisposable"/>,
     /// and its place under the cap is freed, so a waiting taker gets a new object.
     /// </summary>
-    /// <exception cref="InvalidOperationException">The slot is already back in its pool, or discarded.</exception>
+    /// <exception cref="InvalidOperationException">The slot is already back in its pool, or discarded by its renter.</exception>
     /// <remarks>
     /// For an object the renter knows is broken. <see cref="Pool{T}.CleanUp"/> does not run. If the
     /// object's <see cref="IDisposable.Dispose"/> throws, the exception propagates after its place
@@ -130,8 +156,26 @@ public sealed class PoolSlot<T> : IDisposable where T : class
         Volatile.Write(ref _state, _state + (Idle - Returning));
     }
 
+    /// <summary>
+    /// Whether maintenance took the slot back as abandoned in the rental a release is for: <paramref name="rental"/>,
+    /// or whichever rental it was when that is -1.
+    /// </summary>
+    internal bool WasTakenBack(int rental)
+    {
+        int state = Volatile.Read(ref _state);
+        int taken = History is { } history ? Volatile.Read(ref history.AbandonedRental) : -1;
+        return taken >= 0 && (state & PhaseMask) is Returning or Discarded && state >>> 2 == taken && (rental < 0 || rental == taken);
+    }
+
     /// <summary>Marks the object for discarding at its next take or release.</summary>
-    internal void Retire() => _retired = true;
+    internal void Retire() => Interlocked.Or(ref _flags, RetiredFlag);
+
+    /// <summary>Notes, for the release, that <see cref="UseStart"/> holds when this rental began.</summary>
+    internal void MarkUseStamped() => Interlocked.Or(ref _flags, UseStampedFlag);
+
+    /// <summary>Says whether this rental's <see cref="UseStart"/> was noted, clearing the note.</summary>
+    internal bool TakeUseStamp() =>
+        (Volatile.Read(ref _flags) & UseStampedFlag) != 0 && (Interlocked.And(ref _flags, ~UseStampedFlag) & UseStampedFlag) != 0;
 
     /// <summary>Marks a slot the caller owns (rented or returning) gone for good; a full fence.</summary>
     internal void MarkDiscarded()

@@ -8,7 +8,8 @@ namespace PoolBench.Pools;
 /// <summary>
 /// What our pool's options cost: the one-worker short-rental cell at capacity 64 for
 /// <c>DefaultObjectPool</c> (the baseline), and for ours with default options, with a listener on
-/// its meter, with the options that act on every release, and with leak detection.
+/// its meter, with the options that act on every release, with leak detection (its default sampling,
+/// no rental traced, every rental traced), and with abandoned rentals taken back.
 /// </summary>
 [MemoryDiagnoser]
 [ThreadingDiagnoser]
@@ -17,8 +18,8 @@ public class PoolOptionsCostBenchmarks
     public const int Capacity = 64;
 
     /// <summary>
-    /// Smaller than the comparison's: leak detection captures a stack trace on every take, and one
-    /// worker is woken per invocation, which costs little.
+    /// Smaller than the comparison's: leak detection that traces every rental captures a stack trace
+    /// on every take, and one worker is woken per invocation, which costs little.
     /// </summary>
     public const int PairsPerInvocation = 128_000;
 
@@ -55,6 +56,18 @@ public class PoolOptionsCostBenchmarks
     public void StartLeakDetectionThreshold() =>
         Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) })));
 
+    [GlobalSetup(Target = nameof(LeakDetectionTracingNoRental))]
+    public void StartLeakDetectionTracingNoRental() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1), LeakSamplingInterval = 0 })));
+
+    [GlobalSetup(Target = nameof(LeakDetectionTracingEveryRental))]
+    public void StartLeakDetectionTracingEveryRental() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1), LeakSamplingInterval = 1 })));
+
+    [GlobalSetup(Target = nameof(AbandonedRentalTimeout))]
+    public void StartAbandonedRentalTimeout() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, AbandonedRentalTimeout = TimeSpan.FromMinutes(1) })));
+
     [GlobalCleanup]
     public void Stop()
     {
@@ -78,6 +91,15 @@ public class PoolOptionsCostBenchmarks
 
     [Benchmark(Description = "Pool<T>, LeakDetectionThreshold", OperationsPerInvoke = PairsPerInvocation)]
     public void LeakDetectionThreshold() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, LeakDetectionThreshold, LeakSamplingInterval 0", OperationsPerInvoke = PairsPerInvocation)]
+    public void LeakDetectionTracingNoRental() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, LeakDetectionThreshold, LeakSamplingInterval 1", OperationsPerInvoke = PairsPerInvocation)]
+    public void LeakDetectionTracingEveryRental() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, AbandonedRentalTimeout", OperationsPerInvoke = PairsPerInvocation)]
+    public void AbandonedRentalTimeout() => _workers!.Run();
 
     /// <summary>A listener that enables every instrument of the PoolLib meter and takes every measurement, as a metrics exporter would.</summary>
     private static MeterListener ListenToPoolLib()

@@ -10,7 +10,7 @@ public sealed class ThreadHintsTests
     {
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject>?[] slots = [.. Enumerable.Range(0, 10).Select(i => IdleSlot(pool, i))];
-        var hints = new ThreadHints<TrackedObject>();
+        var hints = new ThreadHints<TrackedObject>(leakSamplingInterval: 0);
         for (int i = 0; i < 8; i++)
         {
             hints.Hint(i, maxLength: 8);
@@ -28,7 +28,7 @@ public sealed class ThreadHintsTests
     {
         using var pool = new TrackedPool(1);
         PoolSlot<TrackedObject>?[] slots = [.. Enumerable.Range(0, 2).Select(i => IdleSlot(pool, i))];
-        var hints = new ThreadHints<TrackedObject>();
+        var hints = new ThreadHints<TrackedObject>(leakSamplingInterval: 0);
         hints.Hint(0, maxLength: 8);
         hints.Hint(1, maxLength: 8);
         Assert.That(slots[1]!.TryClaimIdle(), Is.True);

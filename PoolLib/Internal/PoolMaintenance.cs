@@ -4,10 +4,10 @@ namespace PoolLib.Internal;
 
 /// <summary>
 /// What a pool's time-based options need: per-object history, and a timer that retires objects past
-/// <see cref="PoolOptions.MaxObjectLifetime"/>, trims those idle past <see cref="PoolOptions.IdleTimeout"/>
-/// and reports rentals held past <see cref="PoolOptions.LeakDetectionThreshold"/>. A pool makes one
-/// only when one of those options is on; the timer holds it, and it holds the pool weakly, so that a
-/// pool its user forgot to dispose can still be collected.
+/// their lifetime, trims those idle too long, reports rentals held past the leak threshold (and their
+/// return), and takes back abandoned ones. A take pays for none of it: the timer notes when it first
+/// sees each rental. A pool makes one only when such an option is on; the timer holds it, and it holds
+/// the pool weakly, so that a pool its user forgot to dispose can still be collected.
 /// </summary>
 internal sealed class PoolMaintenance<T> : IDisposable where T : class
 {
@@ -21,11 +21,15 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
     private readonly long _maxObjectLifetime;
     private readonly long _idleTimeout;
     private readonly long _leakThreshold;
+    private readonly long _abandonedTimeout;
 
     private readonly ITimer _timer;
 
     // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
     private int _sweeping;
+
+    // Rentals reported as leaks and not yet seen back; touched by sweeps only.
+    private readonly List<ReportedLeak> _reported = [];
 
     private PoolMaintenance(Pool<T> pool, PoolOptions options, TimeSpan period)
     {
@@ -34,6 +38,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         _maxObjectLifetime = Timestamps(options.MaxObjectLifetime);
         _idleTimeout = Timestamps(options.IdleTimeout);
         _leakThreshold = Timestamps(options.LeakDetectionThreshold);
+        _abandonedTimeout = Timestamps(options.AbandonedRentalTimeout);
 
         // Captures no execution context, so that the timer keeps nothing of its creator alive.
         AsyncFlowControl? suppressed = ExecutionContext.IsFlowSuppressed() ? null : ExecutionContext.SuppressFlow();
@@ -47,27 +52,16 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         }
     }
 
-    /// <summary>Gets whether each take records when (and where) its rental began.</summary>
-    public bool TracksRentals => _leakThreshold != 0;
-
     /// <summary>Gets whether each release resets its object's idle time.</summary>
     public bool TracksIdleTime => _idleTimeout != 0;
 
-    /// <summary>Makes the maintenance an option of <paramref name="options"/> needs, or returns <see langword="null"/>.</summary>
-    /// <exception cref="ArgumentOutOfRangeException">A time span is zero or negative; the parameter name names the option.</exception>
+    /// <summary>Makes the maintenance the options (already validated) need, or returns <see langword="null"/>.</summary>
     public static PoolMaintenance<T>? Create(Pool<T> pool, PoolOptions options)
     {
         TimeSpan? shortest = null;
-        foreach ((TimeSpan? option, string name) in (ReadOnlySpan<(TimeSpan?, string)>)[
-            (options.IdleTimeout, nameof(PoolOptions.IdleTimeout)),
-            (options.LeakDetectionThreshold, nameof(PoolOptions.LeakDetectionThreshold)),
-            (options.MaxObjectLifetime, nameof(PoolOptions.MaxObjectLifetime))])
+        foreach ((TimeSpan? option, _) in options.TimeSpans)
         {
-            if (option is { } span)
-            {
-                ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(span, TimeSpan.Zero, $"options.{name}");
-                shortest = shortest is null || span < shortest ? span : shortest;
-            }
+            shortest = option is { } span && (shortest is null || span < shortest) ? span : shortest;
         }
 
         return shortest is { } period
@@ -78,23 +72,23 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
     /// <summary>What a new object's slot tracks.</summary>
     public SlotHistory NewHistory() => new(_time.GetTimestamp());
 
-    /// <summary>Starts a tracked rental: when it began and where.</summary>
-    public void BeginRental(PoolSlot<T> slot)
+    /// <summary>Records where and when a sampled rental began; called by its taker.</summary>
+    public void RecordTrace(PoolSlot<T> slot, StackTrace trace)
     {
-        // Only the taker writes these; the number last, so that a sweep that reads it before and after
-        // the others and sees it unchanged read one rental's time and trace.
         SlotHistory history = slot.History!;
-        Volatile.Write(ref history.TakenAt, new StackTrace(2, fNeedFileInfo: false));
-        Volatile.Write(ref history.RentedAt, _time.GetTimestamp());
-        Volatile.Write(ref history.RentalNumber, history.RentalNumber + 1);
+        Volatile.Write(ref history.TracedRental, -1);
+        Volatile.Write(ref history.TakenAt, trace);
+        Volatile.Write(ref history.TracedAt, _time.GetTimestamp());
+        Volatile.Write(ref history.TracedRental, slot.Rental);
     }
 
     public void Dispose() => _timer.Dispose();
 
     /// <summary>
     /// One tick: retires objects past their lifetime, stamps idle objects with the time they were first
-    /// seen idle, trims those idle too long (down to <see cref="PoolOptions.MinIdle"/>), reports leaks.
-    /// Allocates nothing unless it finds an object to trim or a rental to report.
+    /// seen idle and rentals with the time they were first seen, trims objects idle too long (down to
+    /// <see cref="PoolOptions.MinIdle"/>), takes back abandoned rentals, reports leaks and their return.
+    /// Allocates nothing unless it finds an object to trim or a rental to report or take back.
     /// </summary>
     public void Sweep()
     {
@@ -114,6 +108,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             long now = _time.GetTimestamp();
             bool idleRetired = false;
             bool idleTooLong = false;
+            bool watchesRentals = (_leakThreshold | _abandonedTimeout) != 0;
             foreach (PoolSlot<T>? slot in pool.Slots)
             {
                 if (slot?.History is not { } history)
@@ -131,12 +126,13 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
                     idleRetired |= slot.IsRetired;
                     idleTooLong |= _idleTimeout != 0 && IsIdleTooLong(history, now);
                 }
-                else if (_leakThreshold != 0 && slot.IsRented)
+                else if (watchesRentals && slot.RentedRental is var rental and >= 0)
                 {
-                    ReportIfLeaked(pool, slot, history, now);
+                    WatchRental(pool, slot, history, rental, now);
                 }
             }
 
+            AnnounceReturnedLeaks(pool, now);
             pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
         }
         finally
@@ -159,24 +155,70 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         return now - idleSince >= _idleTimeout;
     }
 
-    /// <summary>Reports a rental held longer than the threshold and not yet reported.</summary>
-    private void ReportIfLeaked(Pool<T> pool, PoolSlot<T> slot, SlotHistory history, long now)
+    /// <summary>Takes a rental back if it is abandoned, or reports it once if it is held past the leak threshold.</summary>
+    private void WatchRental(Pool<T> pool, PoolSlot<T> slot, SlotHistory history, int rental, long now)
     {
-        long rental = Volatile.Read(ref history.RentalNumber);
-        long rentedAt = Volatile.Read(ref history.RentedAt);
-        StackTrace? takenAt = Volatile.Read(ref history.TakenAt);
-        if (rental == 0 || takenAt is null || now - rentedAt < _leakThreshold || Volatile.Read(ref history.LeakReportedFor) == rental)
+        if (history.SeenRental != rental)
+        {
+            history.SeenRental = rental;
+            history.SeenRentedAt = now;
+        }
+
+        long rentedAt = TryReadTrace(history, rental, out long tracedAt, out StackTrace? trace) ? tracedAt : history.SeenRentedAt;
+        if (_abandonedTimeout != 0 && now - rentedAt >= _abandonedTimeout && pool.TryTakeBackAbandoned(slot, rental))
         {
             return;
         }
 
-        Volatile.Write(ref history.LeakReportedFor, rental);
-
-        // The slot may have gone back (and out again) since these reads: report only if not.
-        if (slot.IsRented && Volatile.Read(ref history.RentalNumber) == rental)
+        if (_leakThreshold == 0 || now - rentedAt < _leakThreshold || history.LeakReportedFor == rental)
         {
-            pool.ReportLeak(new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(rentedAt, now), takenAt));
+            return;
         }
+
+        // Still rented when read above: held past the threshold, whenever it comes back.
+        history.LeakReportedFor = rental;
+        _reported.Add(new ReportedLeak(slot, rental, rentedAt, trace));
+        pool.RaiseLeakEvent(new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(rentedAt, now), trace), returned: false);
+    }
+
+    /// <summary>Says, once each, which reported rentals have come back since the last sweep; not those taken back as abandoned.</summary>
+    private void AnnounceReturnedLeaks(Pool<T> pool, long now)
+    {
+        for (int i = _reported.Count - 1; i >= 0; i--)
+        {
+            ReportedLeak leak = _reported[i];
+            if (leak.Slot.RentedRental == leak.Rental)
+            {
+                continue;
+            }
+
+            _reported.RemoveAt(i);
+            if (!leak.Slot.WasTakenBack(leak.Rental))
+            {
+                pool.RaiseLeakEvent(new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(leak.RentedAt, now), leak.Trace), returned: true);
+            }
+        }
+    }
+
+    /// <summary>Reads where and when rental <paramref name="rental"/> began, if it was the one sampled last.</summary>
+    private static bool TryReadTrace(SlotHistory history, int rental, out long tracedAt, out StackTrace? trace)
+    {
+        tracedAt = 0;
+        trace = null;
+        if (Volatile.Read(ref history.TracedRental) != rental)
+        {
+            return false;
+        }
+
+        tracedAt = Volatile.Read(ref history.TracedAt);
+        trace = Volatile.Read(ref history.TakenAt);
+        if (Volatile.Read(ref history.TracedRental) == rental)
+        {
+            return true;
+        }
+
+        trace = null;
+        return false;
     }
 
     /// <summary>Converts an optional time span option to timestamp units; 0 when it is off.</summary>
@@ -191,4 +233,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         double timestamps = span.TotalSeconds * _time.TimestampFrequency;
         return timestamps >= long.MaxValue ? long.MaxValue : Math.Max(1, (long)timestamps);
     }
+
+    /// <summary>A rental reported as a leak: which, when it began, and where if it was sampled.</summary>
+    private readonly record struct ReportedLeak(PoolSlot<T> Slot, int Rental, long RentedAt, StackTrace? Trace);
 }

@@ -7,10 +7,10 @@ namespace PoolLib.Internal;
 /// measurement carries the pool's name as <c>pool.name</c>.
 /// </summary>
 /// <remarks>
-/// Gauges are observable: they read each live pool's counts when a listener collects, so a take or
-/// release records nothing. Counters and the wait-time histogram are recorded on slow paths only
-/// (creating, discarding, waiting). Pools are held weakly, so a pool that is never disposed can
-/// still be collected; a disposed pool stops being observed.
+/// Gauges are observable: they read each live pool's counts when a listener collects. Counters and the
+/// wait and create histograms are recorded on slow paths only; a take and a release read the clock for
+/// the use-time histogram only while a listener has it on. Pools are held weakly, so a pool that is
+/// never disposed can still be collected; a disposed pool stops being observed.
 /// </remarks>
 internal static class PoolMetrics
 {
@@ -32,6 +32,21 @@ internal static class PoolMetrics
 
     private static readonly Histogram<double> s_waitTime = s_meter.CreateHistogram<double>(
         "pool.take.wait_time", "s", "How long the takes that had to wait waited.");
+
+    private static readonly Histogram<double> s_useTime = s_meter.CreateHistogram<double>(
+        "pool.use_time", "s", "How long objects were rented, from take to release.");
+
+    private static readonly Histogram<double> s_createTime = s_meter.CreateHistogram<double>(
+        "pool.create_time", "s", "How long making an object took.");
+
+    private static readonly Counter<long> s_leaks = s_meter.CreateCounter<long>(
+        "pool.leaks.reported", "{rental}", "Rentals held past the leak detection threshold.");
+
+    private static readonly Counter<long> s_leaksReturned = s_meter.CreateCounter<long>(
+        "pool.leaks.returned", "{rental}", "Rentals reported as leaks that came back.");
+
+    private static readonly Counter<long> s_lateReleases = s_meter.CreateCounter<long>(
+        "pool.abandoned.late_releases", "{release}", "Releases of rentals the pool had already taken back as abandoned.");
 
     static PoolMetrics()
     {
@@ -60,7 +75,19 @@ internal static class PoolMetrics
 
         /// <summary><c>disposed</c>: the pool was disposed.</summary>
         Disposed,
+
+        /// <summary><c>abandoned</c>: its rental outlived the pool's abandoned-rental timeout and was taken back.</summary>
+        Abandoned,
+
+        /// <summary><c>reset_failed</c>: its <see cref="Microsoft.Extensions.ObjectPool.IResettable.TryReset"/> returned false.</summary>
+        ResetFailed,
     }
+
+    /// <summary>Gets whether a listener takes <c>pool.use_time</c>: only then do takes and releases read the clock for it.</summary>
+    public static bool UseTimeEnabled => s_useTime.Enabled;
+
+    /// <summary>Gets whether a listener takes <c>pool.create_time</c>.</summary>
+    public static bool CreateTimeEnabled => s_createTime.Enabled;
 
     /// <summary>Observes <paramref name="pool"/> until it is disposed or collected.</summary>
     public static void Track(IObservedPool pool) => s_pools.Add(pool);
@@ -72,16 +99,7 @@ internal static class PoolMetrics
     // an exception from it is dropped there, so that a failing observer never costs an object or a
     // place under the cap.
 
-    public static void Created(string poolName)
-    {
-        try
-        {
-            s_created.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
-        }
-        catch (Exception)
-        {
-        }
-    }
+    public static void Created(string poolName) => Add(s_created, poolName);
 
     public static void Discarded(string poolName, DiscardReason reason)
     {
@@ -94,28 +112,43 @@ internal static class PoolMetrics
         }
     }
 
-    public static void TimedOut(string poolName)
+    public static void TimedOut(string poolName) => Add(s_timeouts, poolName);
+
+    /// <summary>Records a wait that began at <paramref name="startTimestamp"/> (<see cref="System.Diagnostics.Stopwatch"/>) and ended now.</summary>
+    public static void Waited(string poolName, long startTimestamp)
+    {
+        if (s_waitTime.Enabled)
+        {
+            Record(s_waitTime, poolName, System.Diagnostics.Stopwatch.GetElapsedTime(startTimestamp));
+        }
+    }
+
+    public static void Used(string poolName, TimeSpan time) => Record(s_useTime, poolName, time);
+
+    public static void Constructed(string poolName, TimeSpan time) => Record(s_createTime, poolName, time);
+
+    public static void LeakReported(string poolName) => Add(s_leaks, poolName);
+
+    public static void LeakReturned(string poolName) => Add(s_leaksReturned, poolName);
+
+    public static void ReleasedLate(string poolName) => Add(s_lateReleases, poolName);
+
+    private static void Add(Counter<long> counter, string poolName)
     {
         try
         {
-            s_timeouts.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+            counter.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName));
         }
         catch (Exception)
         {
         }
     }
 
-    /// <summary>Records a wait that began at <paramref name="startTimestamp"/> (<see cref="System.Diagnostics.Stopwatch"/>) and ended now.</summary>
-    public static void Waited(string poolName, long startTimestamp)
+    private static void Record(Histogram<double> histogram, string poolName, TimeSpan time)
     {
-        if (!s_waitTime.Enabled)
-        {
-            return;
-        }
-
         try
         {
-            s_waitTime.Record(System.Diagnostics.Stopwatch.GetElapsedTime(startTimestamp).TotalSeconds, new KeyValuePair<string, object?>(PoolNameTag, poolName));
+            histogram.Record(time.TotalSeconds, new KeyValuePair<string, object?>(PoolNameTag, poolName));
         }
         catch (Exception)
         {
@@ -129,6 +162,8 @@ internal static class PoolMetrics
         DiscardReason.Invalid => "invalid",
         DiscardReason.Expired => "expired",
         DiscardReason.Trimmed => "trimmed",
+        DiscardReason.Abandoned => "abandoned",
+        DiscardReason.ResetFailed => "reset_failed",
         _ => "disposed",
     };
 

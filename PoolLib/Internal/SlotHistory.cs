@@ -3,10 +3,8 @@ using System.Diagnostics;
 namespace PoolLib.Internal;
 
 /// <summary>
-/// What a pool's time-based options track about one object; made with its slot only when one of
-/// <see cref="PoolOptions.MaxObjectLifetime"/>, <see cref="PoolOptions.IdleTimeout"/> or
-/// <see cref="PoolOptions.LeakDetectionThreshold"/> is on. Timestamps are the pool's
-/// <see cref="TimeProvider"/>'s.
+/// What a pool's time-based options track about one object; made with its slot only when one of them
+/// is on. Timestamps are the pool's <see cref="TimeProvider"/>'s; rental numbers are the slot's.
 /// </summary>
 internal sealed class SlotHistory(long createdAt)
 {
@@ -16,11 +14,19 @@ internal sealed class SlotHistory(long createdAt)
     // 0 from each release until the idle sweep first sees the slot idle; then that sweep's timestamp.
     public long IdleSince;
 
-    // The current rental, for leak detection: its number (0 before the first tracked one), when and
-    // where it began; written by the taker, the number last. LeakReportedFor is the number of the
-    // last rental reported, so each rental is reported once.
-    public long RentalNumber;
-    public long RentedAt;
+    // Written by the sweep only (sweeps never overlap): the rental it last saw rented and when it first
+    // did, so that rental began no later; and the last rental reported as a leak, so each is reported once.
+    public int SeenRental = -1;
+    public long SeenRentedAt;
+    public int LeakReportedFor = -1;
+
+    // The last sampled rental, written by its taker: TracedRental goes to -1 first and to the rental's
+    // number last, so a sweep that reads that number before and after the others read one rental's.
+    public int TracedRental = -1;
+    public long TracedAt;
     public StackTrace? TakenAt;
-    public long LeakReportedFor;
+
+    // The rental maintenance takes back as abandoned: written before it claims the slot, and reset if
+    // the claim fails, so that a release that finds the slot claimed knows whether it was taken back.
+    public int AbandonedRental = -1;
 }

@@ -5,7 +5,7 @@ namespace PoolLib.Internal;
 /// managed thread id. The runtime reuses the id of a thread that has ended, so the table grows with
 /// the threads alive at once, and a new thread inherits hints that are only ever a place to look.
 /// </summary>
-internal sealed class ThreadHintTable<T> where T : class
+internal sealed class ThreadHintTable<T>(int leakSamplingInterval) where T : class
 {
     // Indexed by managed thread id. An entry, once set, is never replaced, and a larger table copies
     // every entry; written under _lock, read without it.
@@ -46,7 +46,7 @@ internal sealed class ThreadHintTable<T> where T : class
                 Array.Resize(ref table, Math.Max(threadId + 1, table.Length * 2));
             }
 
-            ThreadHints<T> hints = table[threadId] ??= new ThreadHints<T>();
+            ThreadHints<T> hints = table[threadId] ??= new ThreadHints<T>(leakSamplingInterval);
             Volatile.Write(ref _byThreadId, table);
             return hints;
         }

@@ -21,9 +21,19 @@ internal sealed class ThreadHints<T> where T : class
     private int _count;
     private int _ready;
 
+    // Takes left before this thread's next one records where it was taken, while leak detection samples.
+    private int _leakCountdown;
+
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
     private CacheLinePadding _padding;
 #pragma warning restore CS0169
+
+    /// <param name="leakSamplingInterval">One take in this many is sampled, the first being the thread's take number <paramref name="leakSamplingInterval"/>.</param>
+    public ThreadHints(int leakSamplingInterval)
+    {
+        // The take that makes the hints is not counted down, so the count starts one lower.
+        _leakCountdown = leakSamplingInterval - 1;
+    }
 
     /// <summary>Claims the newest ready hinted slot that is idle, retired or not (the caller checks), dropping stale hints on the way.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
@@ -51,6 +61,22 @@ internal sealed class ThreadHints<T> where T : class
 
         slot = null;
         return false;
+    }
+
+    /// <summary>Counts a take on the fast path; true when it is due to be sampled, which only the slow path does.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public bool CountDownToLeakSample() => --_leakCountdown <= 0;
+
+    /// <summary>Says whether a take on the slow path is sampled (every take when the interval is 1), restarting the count if so.</summary>
+    public bool TakeLeakSample(int interval)
+    {
+        if (interval != 1 && _leakCountdown > 0)
+        {
+            return false;
+        }
+
+        _leakCountdown = interval;
+        return true;
     }
 
     /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>

@@ -1,0 +1,153 @@
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
+using Microsoft.Extensions.Time.Testing;
+using PoolLib.Tests.Fakes;
+
+namespace PoolLib.Tests;
+
+// Abandoned rentals: one held past the timeout is taken back by maintenance, its object discarded and
+// its place under the cap handed on; the renter's late release changes nothing, throws nothing, and is counted.
+public sealed partial class PoolTests
+{
+    private static readonly TimeSpan s_abandonedTimeout = TimeSpan.FromMinutes(1);
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task AbandonedRentalTimeout_RentalHeldTooLongWhileATakerWaits_TakenBackAndTheWaiterGetsANewObject(CancellationToken cancellationToken)
+    {
+        using var discarded = new MetricCollector<long>(null, "PoolLib", "pool.objects.discarded");
+        using var lateReleases = new MetricCollector<long>(null, "PoolLib", "pool.abandoned.late_releases");
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> abandoned = pool.TakeSlot();
+        ValueTask<PoolSlot<TrackedObject>> waiting = pool.TakeSlotAsync(cancellationToken);
+
+        AdvanceInTicks(time, 2 * s_abandonedTimeout);
+        PoolSlot<TrackedObject> served = await waiting;
+        pool.Release(abandoned);
+
+        Assert.That(served.Object, Is.Not.SameAs(abandoned.Object), "the abandoned object is never handed out again");
+        Assert.That(abandoned.Object.DisposeCount, Is.EqualTo(1));
+        Assert.That(Reasons(discarded, pool.Name), Is.EqualTo(new[] { "abandoned" }));
+        Assert.That(Sum(lateReleases, pool.Name), Is.EqualTo(1));
+        Assert.That(pool.CleanUpCount, Is.Zero, "the late release did not clean the object up");
+        AssertCounts(pool, total: 1, available: 0);
+        pool.Release(served);
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
+    public void Release_AfterAbandonedRentalTakenBack_DoesNotThrowAndIsCounted()
+    {
+        using var lateReleases = new MetricCollector<long>(null, "PoolLib", "pool.abandoned.late_releases");
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 3, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> released = pool.TakeSlot();
+        PoolSlot<TrackedObject> releasedWithRental = pool.TakeSlot();
+        int rental = releasedWithRental.Rental;
+        PoolSlot<TrackedObject> discardedByRenter = pool.TakeSlot();
+
+        AdvanceInTicks(time, 2 * s_abandonedTimeout);
+
+        Assert.DoesNotThrow(() => pool.Release(released));
+        Assert.DoesNotThrow(() => released.Dispose());
+        Assert.DoesNotThrow(() => pool.Release(releasedWithRental, rental));
+        Assert.DoesNotThrow(discardedByRenter.Discard);
+        Assert.That(Sum(lateReleases, pool.Name), Is.EqualTo(4));
+        Assert.Throws<InvalidOperationException>(() => pool.Release(releasedWithRental, rental + 1), "a rental that was never taken back");
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
+    public void AbandonedRentalTimeout_RentalReleasedInTime_KeptAndReusable()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        AdvanceInTicks(time, s_abandonedTimeout / 2);
+
+        pool.Release(slot);
+        AdvanceInTicks(time, 4 * s_abandonedTimeout);
+
+        Assert.That(slot.Object.DisposeCount, Is.Zero);
+        Assert.Throws<InvalidOperationException>(() => pool.Release(slot), "released twice");
+        Assert.That(pool.TakeSlot().Object, Is.SameAs(slot.Object));
+    }
+
+    [Test]
+    public void AbandonedRentalTimeout_ObjectTakenAgainJustBeforeATick_ThatRentalCountedFromWhenItWasSeen()
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        AdvanceInTicks(time, s_abandonedTimeout - s_idleTick);
+        pool.Release(slot);
+        slot = pool.TakeSlot();
+
+        AdvanceInTicks(time, s_abandonedTimeout - s_idleTick);
+
+        Assert.That(slot.Object.DisposeCount, Is.Zero, "the second rental is younger than the timeout");
+        pool.Release(slot);
+    }
+
+    [Test]
+    [CancelAfter(60_000)]
+    public void AbandonedRentalTimeout_ReleasesRacingTakeBacks_EachRentalEndsOnceAndNoTakenBackObjectIsHandedOut()
+    {
+        const int Threads = 4;
+        const int RentalsPerThread = 20_000;
+        using var discarded = new MetricCollector<long>(null, "PoolLib", "pool.objects.discarded");
+        using var lateReleases = new MetricCollector<long>(null, "PoolLib", "pool.abandoned.late_releases");
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = Threads, Name = UniqueName(), AbandonedRentalTimeout = TimeSpan.FromSeconds(1), TimeProvider = time });
+        using var start = new Barrier(Threads + 1);
+        int renting = Threads;
+        var failures = new System.Collections.Concurrent.ConcurrentQueue<string>();
+        var renters = Enumerable.Range(1, Threads).Select(holder => new Thread(() =>
+        {
+            start.SignalAndWait();
+            for (int i = 0; i < RentalsPerThread; i++)
+            {
+                // A rental may be taken back as soon as it is handed out (a tick is a loop of the main
+                // thread away), so its object may be disposed by now; never held by someone else, though.
+                PoolSlot<TrackedObject> slot = pool.TakeSlot();
+                if (!slot.Object.TryStampHolder(holder))
+                {
+                    failures.Enqueue($"object {slot.Object.Id} held twice");
+                }
+
+                // Now and then hold the object while other threads run, so that sweeps meet rentals in flight.
+                if (i % 16 == 0)
+                {
+                    Thread.Yield();
+                }
+
+                slot.Object.TryClearHolder(holder);
+                pool.Release(slot);
+            }
+
+            Interlocked.Decrement(ref renting);
+        })).ToList();
+        renters.ForEach(thread => thread.Start());
+
+        // Each advance is a tick, and a rental seen at two ticks is past the timeout.
+        start.SignalAndWait();
+        while (Volatile.Read(ref renting) != 0)
+        {
+            time.Advance(TimeSpan.FromSeconds(1));
+        }
+
+        renters.ForEach(thread => thread.Join());
+
+        long takenBack = Reasons(discarded, pool.Name).Count(reason => reason == "abandoned");
+        TestContext.Out.WriteLine($"rentals taken back: {takenBack}");
+        Assert.That(failures, Is.Empty);
+        Assert.That(Sum(lateReleases, pool.Name), Is.EqualTo(takenBack), "every rental taken back was released late, once");
+        Assert.That(pool.Created.Count(created => created.DisposeCount == 1), Is.EqualTo(takenBack));
+        Assert.That(pool.Created.Count(created => created.DisposeCount > 1), Is.Zero);
+        Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(Threads));
+        Assert.That(pool.CleanUpCount, Is.EqualTo(Threads * RentalsPerThread - takenBack));
+        AssertCounts(pool, total: pool.CreatedCount - (int)takenBack, available: pool.CreatedCount - (int)takenBack);
+        PoolSlot<TrackedObject>[] idle = [.. Enumerable.Range(0, pool.AvailableCount).Select(_ => pool.TakeSlot())];
+        Assert.That(idle.Select(slot => slot.Object.DisposeCount), Is.All.Zero, "no object taken back is in the pool");
+    }
+}
