@@ -15,9 +15,15 @@ internal sealed class LineClient : IDisposable
 
     public Socket Socket { get; }
 
-    public static async Task<LineClient> ConnectAsync(IPEndPoint endPoint, CancellationToken cancellationToken)
+    /// <param name="receiveBufferSize">The kernel receive buffer to fix (which stops it growing); null for the system's.</param>
+    public static async Task<LineClient> ConnectAsync(IPEndPoint endPoint, CancellationToken cancellationToken, int? receiveBufferSize = null)
     {
         var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+        if (receiveBufferSize is int size)
+        {
+            socket.ReceiveBufferSize = size;
+        }
+
         try
         {
             await socket.ConnectAsync(endPoint, cancellationToken);

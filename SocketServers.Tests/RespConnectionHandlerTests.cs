@@ -78,6 +78,30 @@ public sealed partial class RespConnectionHandlerTests
 
     [Test]
     [CancelAfter(10_000)]
+    public async Task Del_MoreKeysThanAtFirst_CountsEach(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(Command("SET", "k3", "v") + Command("SET", "k7", "v") + Command(["DEL", .. Enumerable.Range(0, 20).Select(i => $"k{i}")]), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 14, cancellationToken), Is.EqualTo("+OK\r\n+OK\r\n:2\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Command_MoreArgumentsThanTheLimit_ErrorAndTheConnectionGoesOn(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("EXISTS" + string.Concat(Enumerable.Repeat(" k", RespSession.MaxArguments)) + "\r\n" + Command("PING"), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 32, cancellationToken), Is.EqualTo("-ERR too many arguments\r\n+PONG\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
     public async Task Quit_RepliesOkThenCloses(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(cancellationToken);

@@ -97,27 +97,24 @@ public sealed partial class TcpServerTests
     [CancelAfter(30_000)]
     public async Task Handler_ClientThatNeverReads_ServerStopsReadingAndHoldsTwoBuffers(CancellationToken cancellationToken)
     {
-        // Each request asks for 64 KiB. Once the kernel holds all it can of the replies, the handler's write waits; from
-        // then on the server reads nothing, so the client's sends come to a stop, and the server holds two buffers.
+        // A 16 MiB reply is more than the kernel holds between the two (the server's send buffer grows to 4 MiB at most
+        // here, the client's receive buffer is fixed at 64 KiB), so the handler's write waits for good. From then on the
+        // server reads nothing: the client's further requests fill the kernel's buffers and its sends stop.
         var handler = new ScriptedHandler();
-        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
-        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
-        byte[] requests = Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat("big 65536\n", 64)));
-        client.Socket.Blocking = false;
-        while (!handler.WriteBlocked.Task.IsCompleted)
-        {
-            if (!TrySend(client.Socket, requests))
-            {
-                await Task.WhenAny(handler.WriteBlocked.Task, Task.Delay(10, cancellationToken));
-            }
-        }
+        await using var server = await StartAsync(handler, options => options.StopGracePeriod = TimeSpan.Zero, cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 64 * 1024);
+        await client.SendAsync("big 16777216\n", cancellationToken);
+        int handledWhenBlocked = await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
 
-        int handledWhenBlocked = await handler.WriteBlocked.Task;
-        while (TrySend(client.Socket, requests))
+        byte[] requests = Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat("count\n", 10_000)));
+        client.Socket.Blocking = false;
+        long sent = 0;
+        while (TrySend(client.Socket, requests, ref sent))
         {
             // Fill the kernel's buffers between client and server: the server reads none of it.
         }
 
+        Assert.That(sent, Is.GreaterThan(0));
         Assert.That(handler.Handled, Is.EqualTo(handledWhenBlocked), "requests handled after the write began to wait");
         Assert.That(server.BuffersInUse, Is.LessThanOrEqualTo(2), "a receive and a send buffer at most");
     }
@@ -273,9 +270,9 @@ public sealed partial class TcpServerTests
 
     /// <summary>A send that does not wait.</summary>
     /// <returns>Whether the kernel took any of it.</returns>
-    private static bool TrySend(Socket socket, byte[] data)
+    private static bool TrySend(Socket socket, byte[] data, ref long sent)
     {
-        socket.Send(data, 0, data.Length, SocketFlags.None, out SocketError error);
+        sent += socket.Send(data, 0, data.Length, SocketFlags.None, out SocketError error);
         Assert.That(error, Is.EqualTo(SocketError.Success).Or.EqualTo(SocketError.WouldBlock));
         return error == SocketError.Success;
     }

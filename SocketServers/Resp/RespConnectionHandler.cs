@@ -75,6 +75,11 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 break;
             }
 
+            if (status == RespParseStatus.TooManyArguments && session.GrowArguments(count))
+            {
+                continue; // parsed again, with room for every argument
+            }
+
             if (status is RespParseStatus.Complete or RespParseStatus.TooManyArguments)
             {
                 ReadOnlyMemory<byte> request = data.Slice(consumed, length);
