@@ -224,6 +224,7 @@ public partial class TcpServer
         }
 
         _sweep.Add(connection);
+        Interlocked.Increment(ref _holdingSlots);
         Count.ConnectionOpened();
         ThreadPool.UnsafeQueueUserWorkItem(connection, preferLocal: false);
     }

@@ -84,9 +84,13 @@ public partial class TcpServer : EchoServer, ITcpConnectionOwner
     private Task _sweepLoop = Task.CompletedTask;
     private long _lastConnectionId;
 
-    // 1 once the accept loop has ended and the drain has begun; with the open-connection count it decides
-    // who completes _drained (both sides write, fence, then read the other's value).
+    // 1 once the accept loop has ended and the drain has begun; with _holdingSlots it decides who completes _drained
+    // (both sides write, fence, then read the other's value).
     private int _draining;
+
+    // Connections whose args is not back in the pool yet. The open-connection count drops before a closing connection
+    // gives its slot back (so that the connection accepted on that slot never counts beside it); this drops after.
+    private int _holdingSlots;
 
     /// <summary>Creates a TCP server whose connections <paramref name="handler"/> serves; it does not bind until
     /// <see cref="EchoServer.StartAsync"/>.</summary>
@@ -163,7 +167,7 @@ public partial class TcpServer : EchoServer, ITcpConnectionOwner
     {
         Interlocked.Exchange(ref _draining, 1);
         _sweep.ForEach(static connection => connection.StopGracefully());
-        int open = Count.OpenConnections;
+        int open = Volatile.Read(ref _holdingSlots);
         if (open == 0)
         {
             _drained.TrySetResult();
@@ -247,13 +251,14 @@ public partial class TcpServer : EchoServer, ITcpConnectionOwner
         EchoMetrics.ConnectionClosed(this, duration);
         _sweep.Remove(connection);
         _perAddressLimit.Release(connection.RemoteAddress);
+        Count.ConnectionClosed();
         try
         {
             Pool.Release(connection.Slot);
         }
         finally
         {
-            if (Count.ConnectionClosed() == 0 && Volatile.Read(ref _draining) == 1)
+            if (Interlocked.Decrement(ref _holdingSlots) == 0 && Volatile.Read(ref _draining) == 1)
             {
                 _drained.TrySetResult();
             }
