@@ -25,8 +25,9 @@ internal sealed class BenchOptions
                                   named NAME in the tables if given
           --server S[,S..]        servers to start: ours-process (our host as a child process), ours (in
                                   this process, sharing its GC and thread pool with the client), peer (the
-                                  Node.js server), c (the C epoll server, built with gcc), all =
-                                  ours-process,peer (default: all)
+                                  Node.js server), c (the C epoll server, built with gcc), kestrel (Kestrel
+                                  with an echo ConnectionHandler, TCP only), all = ours-process,peer,kestrel
+                                  (default: all)
           --clients K             client processes that share each cell's connections; 1 runs the client in
                                   this process (default: 1)
           --server-cpus LIST      run the child servers pinned to these CPUs (taskset -c LIST, e.g. 0 or 0-3);
@@ -49,6 +50,12 @@ internal sealed class BenchOptions
           (default: ours-process), --target, --server-env, --server-cpus, --c-threads and
           --seconds S             how long each server is soaked (default: 60, quick: 3)
           --connections N         mixed clients (default: 256, quick: 16)
+          resp (not part of all): redis-benchmark -t ping,set,get,incr against our RESP sample and Debian's
+          redis-server (skipped where it is not installed), in turn, with the same settings; it takes
+          --server-cpus (pin PoolBench itself for redis-benchmark) and
+          --connections N         redis-benchmark's clients, -c (default: 50)
+          --pipeline K[,K..]      redis-benchmark's -P (default: 1,16, quick: 1)
+          --rounds N              runs per cell, each running every server in turn (default: 3, quick: 1)
         """;
 
     /// <summary>The most client processes <c>--clients</c> starts.</summary>
@@ -57,7 +64,7 @@ internal sealed class BenchOptions
     /// <summary>The most threads <c>--c-threads</c> gives the C server.</summary>
     public const int MaxCThreads = 256;
 
-    private static readonly string[] s_scenarios = ["article", "pools", "size", "echo", "all", "soak"];
+    private static readonly string[] s_scenarios = ["article", "pools", "size", "echo", "all", "soak", "resp"];
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
@@ -84,7 +91,7 @@ internal sealed class BenchOptions
     public string QuickLabel => Quick ? " — QUICK RUN" : "";
 
     /// <summary>Whether the run includes <paramref name="scenario"/>; <c>all</c> is every scenario but the soak.</summary>
-    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario != "soak");
+    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario is not ("soak" or "resp"));
 
     /// <summary>Where the PNG plots go: <c>--plots</c>, or beside the JSON document, or in the temp folder.</summary>
     public string PlotsPath => PlotsFolder ?? Path.Combine(OutputFolder, "plots");
@@ -131,7 +138,7 @@ internal sealed class BenchOptions
 
     private static string[] ServerList(string name, string value) =>
         value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
-            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "c", "all") == "all" ? ["ours-process", "peer"] : new[] { server })
+            .SelectMany(server => OneOf(name, server, "ours", "ours-process", "peer", "c", "kestrel", "all") == "all" ? ["ours-process", "peer", "kestrel"] : new[] { server })
             .Distinct()
             .ToArray();
 

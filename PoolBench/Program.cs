@@ -5,6 +5,7 @@ using PoolBench.Echo;
 using PoolBench.Echo.Load;
 using PoolBench.Echo.Soak;
 using PoolBench.Report;
+using PoolBench.Resp;
 using PoolBench.Size;
 
 LogManager.Setup().LoadConfiguration(builder =>
@@ -54,6 +55,11 @@ if (options.Runs("size"))
 if (options.Runs("echo"))
 {
     await new EchoScenario(options).RunAsync(report);
+}
+
+if (options.Runs("resp"))
+{
+    await new RespScenario(options).RunAsync(report);
 }
 
 if (options.Runs("soak"))

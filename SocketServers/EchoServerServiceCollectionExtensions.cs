@@ -7,10 +7,12 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-/// <summary>Registers the echo servers with a dependency-injection container, as hosted services of the Generic Host.</summary>
+/// <summary>Registers the servers (the echo servers, and servers of a handler's protocol) with a dependency-injection
+/// container, as hosted services of the Generic Host.</summary>
 /// <remarks>
 /// <para>
-/// Each method registers one singleton server, resolvable as <see cref="TcpEchoServer"/> or <see cref="UdpEchoServer"/>
+/// Each method registers one singleton server, resolvable as <see cref="TcpEchoServer"/>, <see cref="UdpEchoServer"/>,
+/// <see cref="TcpServer{THandler}"/> or <see cref="UdpServer{THandler}"/>
 /// (for its <see cref="EchoServer.LocalEndPoint"/> and <see cref="EchoServer.Counters"/>), and runs it as an
 /// <see cref="Microsoft.Extensions.Hosting.IHostedService"/>: the host starts it with the application and stops it,
 /// within the stop grace period, when the application stops. The server logs through the container's
@@ -96,6 +98,77 @@ public static class EchoServerServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(configuration);
         return services.AddUdpEchoServer(options => EchoServerOptionsBinder.Bind(configuration, options));
     }
+
+    /// <summary>Registers a <see cref="TcpServer{THandler}"/> configured in code, with its handler: a singleton the
+    /// container makes (so it may take services) unless one is registered already.</summary>
+    /// <typeparam name="THandler">The protocol.</typeparam>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configure">Sets the server's options, starting from the defaults of <see cref="TcpServerOptions"/>.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configure"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddTcpServer<THandler>(this IServiceCollection services, Action<TcpServerOptions> configure)
+        where THandler : TcpConnectionHandler
+        => AddHandlerServer<TcpServerOptions, THandler, TcpServer<THandler>>(services, configure, static (options, handler, logger) => new TcpServer<THandler>(options, handler, logger));
+
+    /// <summary>Registers a <see cref="TcpServer{THandler}"/> whose options are bound from configuration, with its handler
+    /// (see <see cref="AddTcpServer{THandler}(IServiceCollection, Action{TcpServerOptions})"/>).</summary>
+    /// <typeparam name="THandler">The protocol.</typeparam>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configuration">The section holding the options, by their property names; a key that names no option
+    /// is an error.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configuration"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddTcpServer<THandler>(this IServiceCollection services, IConfiguration configuration)
+        where THandler : TcpConnectionHandler
+    {
+        ArgumentNullException.ThrowIfNull(configuration);
+        return services.AddTcpServer<THandler>(options => EchoServerOptionsBinder.Bind(configuration, options));
+    }
+
+    /// <summary>Registers a <see cref="UdpServer{THandler}"/> configured in code, with its handler: a singleton the
+    /// container makes (so it may take services) unless one is registered already.</summary>
+    /// <typeparam name="THandler">The protocol.</typeparam>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configure">Sets the server's options, starting from the defaults of <see cref="UdpServerOptions"/>.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configure"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddUdpServer<THandler>(this IServiceCollection services, Action<UdpServerOptions> configure)
+        where THandler : UdpDatagramHandler
+        => AddHandlerServer<UdpServerOptions, THandler, UdpServer<THandler>>(services, configure, static (options, handler, logger) => new UdpServer<THandler>(options, handler, logger));
+
+    /// <summary>Registers a <see cref="UdpServer{THandler}"/> whose options are bound from configuration, with its handler
+    /// (see <see cref="AddUdpServer{THandler}(IServiceCollection, Action{UdpServerOptions})"/>).</summary>
+    /// <typeparam name="THandler">The protocol.</typeparam>
+    /// <param name="services">The container's registrations.</param>
+    /// <param name="configuration">The section holding the options, by their property names; a key that names no option
+    /// is an error.</param>
+    /// <returns><paramref name="services"/>, for chaining.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="services"/> or <paramref name="configuration"/> is <see langword="null"/>.</exception>
+    public static IServiceCollection AddUdpServer<THandler>(this IServiceCollection services, IConfiguration configuration)
+        where THandler : UdpDatagramHandler
+    {
+        ArgumentNullException.ThrowIfNull(configuration);
+        return services.AddUdpServer<THandler>(options => EchoServerOptionsBinder.Bind(configuration, options));
+    }
+
+    /// <summary>Registers the server of a handler type: its options by the handler's name, the handler, the server.</summary>
+    private static IServiceCollection AddHandlerServer<TOptions, THandler, TServer>(
+        IServiceCollection services, Action<TOptions> configure, Func<TOptions, THandler, ILogger?, TServer> create)
+        where TOptions : EchoServerOptions
+        where THandler : class
+        where TServer : EchoServer
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(configure);
+        string name = OptionsName<THandler>();
+        services.AddOptions<TOptions>(name).Configure(configure);
+        services.TryAddSingleton<THandler>();
+        return AddServer(services, (provider, logger) => create(
+            provider.GetRequiredService<IOptionsMonitor<TOptions>>().Get(name), provider.GetRequiredService<THandler>(), logger));
+    }
+
+    // The options of the server of one handler type: a name of their own, so that servers of different protocols differ.
+    internal static string OptionsName<THandler>() => typeof(THandler).FullName ?? typeof(THandler).Name;
 
     private static IServiceCollection AddServer<TServer>(IServiceCollection services, Func<IServiceProvider, ILogger?, TServer> create)
         where TServer : EchoServer

@@ -4,7 +4,7 @@ namespace SocketServers;
 public enum UdpProcessing
 {
     /// <summary>
-    /// The default. Each of <see cref="UdpEchoServerOptions.ConcurrentReceives"/> dedicated threads waits for
+    /// The default. Each of <see cref="UdpServerOptions.ConcurrentReceives"/> dedicated threads waits for
     /// a datagram in a blocking receive on a pooled args and sends the reply itself before it receives again:
     /// a datagram never changes threads. The fastest on Linux, where every asynchronous receive that has to
     /// wait costs two thread hand-offs (the socket layer's event thread, then a thread-pool thread) and a
@@ -15,7 +15,7 @@ public enum UdpProcessing
     /// <summary>
     /// Asynchronous receives on pooled args hand each datagram to a bounded Dataflow
     /// <see cref="System.Threading.Tasks.Dataflow.ActionBlock{TInput}"/> that sends the replies; up to
-    /// <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> received datagrams wait for their reply while
+    /// <see cref="UdpServerOptions.MaxPendingDatagrams"/> received datagrams wait for their reply while
     /// receiving goes on. Holds no thread while the server is idle.
     /// </summary>
     ReplyBlock,

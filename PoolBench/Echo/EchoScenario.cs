@@ -44,7 +44,8 @@ internal sealed class EchoScenario(BenchOptions options)
         {
             foreach (string protocol in options.Protocols)
             {
-                await RunProtocolAsync(report, servers, loads, protocol).ConfigureAwait(false);
+                // A TCP-only server (Kestrel) sits out the UDP cells.
+                await RunProtocolAsync(report, [.. servers.Where(server => protocol == "tcp" || server.UdpEndPoint is not null)], loads, protocol).ConfigureAwait(false);
             }
 
             if (IdleConnectionCount > 0 && options.Protocols.Contains("tcp"))
@@ -173,7 +174,7 @@ internal sealed class EchoScenario(BenchOptions options)
     /// <summary>One round of one server: every client connects its share of the cell, warms up, is measured, drains.</summary>
     private async Task<Round> MeasureAsync(IEchoServer server, EchoCell cell, IReadOnlyList<IEchoLoad> loads)
     {
-        EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint;
+        EndPoint endPoint = cell.Protocol == "tcp" ? server.TcpEndPoint : server.UdpEndPoint!;
         await Task.WhenAll(loads.Select((load, i) => load.StartAsync(cell, cell.Share(loads.Count, i), endPoint))).ConfigureAwait(false);
         await Task.Delay(WarmUp).ConfigureAwait(false);
 

@@ -138,7 +138,7 @@ internal sealed class HostCommandLine
     /// <summary>The one argument: which servers run.</summary>
     private static Argument<string> ServersArgument() => new("servers")
     {
-        Description = "Which servers to run, on the same port number",
+        Description = "Which servers to run, on the same port number; resp runs the Redis-protocol (RESP2) sample over TCP, with the TCP options",
         HelpName = "tcp|udp|both",
         Arity = ArgumentArity.ZeroOrOne,
         DefaultValueFactory = _ => "both",
@@ -146,9 +146,9 @@ internal sealed class HostCommandLine
         {
             // An unknown option lands here too, as the one argument there is room for.
             string value = result.Tokens[0].Value;
-            if (value is not ("tcp" or "udp" or "both"))
+            if (value is not ("tcp" or "udp" or "both" or "resp"))
             {
-                result.AddError(value.StartsWith('-') ? $"unknown option '{value}'." : $"unexpected argument '{value}': the servers are tcp, udp or both.");
+                result.AddError(value.StartsWith('-') ? $"unknown option '{value}'." : $"unexpected argument '{value}': the servers are tcp, udp or both, or resp.");
             }
 
             return value;

@@ -9,10 +9,11 @@ namespace SocketServers.Host;
 /// The console host's configuration: which servers run and how often the metrics are printed, from the
 /// <c>SocketServers</c> section, whose <c>Tcp</c> and <c>Udp</c> sections hold the servers' options.
 /// </summary>
-/// <param name="RunTcp">Whether the TCP echo server runs.</param>
+/// <param name="RunTcp">Whether a TCP server runs: the echo server, or with <paramref name="Resp"/> the RESP sample.</param>
 /// <param name="RunUdp">Whether the UDP echo server runs.</param>
 /// <param name="StatsInterval">How often the metrics are printed; <see langword="null"/> for only on SIGUSR1.</param>
-internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInterval)
+/// <param name="Resp">Whether the TCP server is the Redis-protocol sample rather than echo.</param>
+internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInterval, bool Resp = false)
 {
     /// <summary>The section of everything the host reads.</summary>
     public const string Section = "SocketServers";
@@ -69,9 +70,9 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
         EchoServerOptionsBinder.Bind(configuration.GetSection(UdpSection), new UdpEchoServerOptions());
 
         string servers = configuration[ServersKey]?.ToLowerInvariant() ?? "both";
-        if (servers is not ("tcp" or "udp" or "both"))
+        if (servers is not ("tcp" or "udp" or "both" or "resp"))
         {
-            throw Invalid($"'{ServersKey}' expects tcp, udp or both, not '{servers}'.");
+            throw Invalid($"'{ServersKey}' expects tcp, udp or both, or resp, not '{servers}'.");
         }
 
         int statsSeconds = 0;
@@ -81,7 +82,7 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
             throw Invalid($"'{StatsSecondsKey}' expects a whole number from 0 to {MaxStatsSeconds}, not '{stats}'.");
         }
 
-        return new HostSettings(servers != "udp", servers != "tcp", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds));
+        return new HostSettings(servers != "udp", servers is "udp" or "both", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds), servers == "resp");
     }
 
     private static OptionsValidationException Invalid(string message) => new(Options.DefaultName, typeof(HostSettings), [message]);

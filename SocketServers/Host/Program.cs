@@ -8,6 +8,7 @@ using Microsoft.Extensions.Options;
 using NLog;
 using NLog.Config;
 using NLog.Extensions.Logging;
+using SocketServers.Resp;
 using GenericHost = Microsoft.Extensions.Hosting.Host;
 
 namespace SocketServers.Host;
@@ -131,7 +132,15 @@ internal static class Program
         builder.Logging.AddNLog();
         builder.Services.Configure<ConsoleLifetimeOptions>(options => options.SuppressStatusMessages = true);
 
-        if (settings.RunTcp)
+        if (settings.Resp)
+        {
+            // The sample refuses, with an error reply, a request that would not fit in a connection's buffer.
+            IConfigurationSection tcpSection = builder.Configuration.GetSection(HostSettings.TcpSection);
+            int bufferSize = tcpSection.GetValue<int?>(nameof(TcpServerOptions.BufferSize)) ?? new TcpServerOptions().BufferSize;
+            builder.Services.AddSingleton(_ => new RespConnectionHandler(bufferSize));
+            builder.Services.AddTcpServer<RespConnectionHandler>(tcpSection);
+        }
+        else if (settings.RunTcp)
         {
             builder.Services.AddTcpEchoServer(builder.Configuration.GetSection(HostSettings.TcpSection));
         }
@@ -161,7 +170,7 @@ internal static class Program
         try
         {
             // Reading the servers' options, here and as they are resolved, may find them invalid.
-            if (settings.RunTcp && !FitToOpenFileLimit(host.Services, settings.RunUdp))
+            if (settings.RunTcp && !FitToOpenFileLimit(host.Services, settings))
             {
                 return ExitFailed;
             }
@@ -179,7 +188,7 @@ internal static class Program
 
         foreach (EchoServer server in servers)
         {
-            Console.WriteLine($"{(server is TcpEchoServer ? "tcp" : "udp")} echo listening on {server.LocalEndPoint}");
+            Console.WriteLine($"{Name(server)} listening on {server.LocalEndPoint}");
         }
 
         Console.WriteLine("Press Ctrl+C to stop.");
@@ -192,9 +201,12 @@ internal static class Program
         foreach (EchoServer server in servers)
         {
             EchoServerCounters c = server.Counters;
-            Console.WriteLine(server is TcpEchoServer
-                ? $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted"
-                : $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams");
+            Console.WriteLine(server switch
+            {
+                TcpEchoServer => $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
+                TcpServer => $"resp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives handled, {c.BytesEchoed} bytes sent, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
+                _ => $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams",
+            });
         }
 
         if (servers.Any(server => server.StopCutShort))
@@ -211,10 +223,12 @@ internal static class Program
     /// the limit, clients then wait (or are refused) while the connections held go on, where running out of descriptors
     /// would end the process.</summary>
     /// <returns>Whether a connection fits at all.</returns>
-    private static bool FitToOpenFileLimit(IServiceProvider services, bool runUdp)
+    private static bool FitToOpenFileLimit(IServiceProvider services, HostSettings settings)
     {
-        TcpEchoServerOptions tcp = services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
-        int udpSockets = runUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
+        TcpServerOptions tcp = settings.Resp
+            ? services.GetRequiredService<IOptionsMonitor<TcpServerOptions>>().Get(EchoServerServiceCollectionExtensions.OptionsName<RespConnectionHandler>())
+            : services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
+        int udpSockets = settings.RunUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
         if (OpenFileLimit.ForConnections(serverSockets: 1 + udpSockets) is not { } budget || budget.Connections >= tcp.MaxConnections)
         {
             return true;
@@ -233,6 +247,14 @@ internal static class Program
         tcp.MaxConnections = budget.Connections;
         return true;
     }
+
+    /// <summary>How the start and stop lines name <paramref name="server"/>.</summary>
+    private static string Name(EchoServer server) => server switch
+    {
+        TcpEchoServer => "tcp echo",
+        UdpEchoServer => "udp echo",
+        _ => "resp",
+    };
 
     /// <summary>The failure as one line: the message alone for what the host expects to go wrong (bad settings,
     /// binding), with the type for anything else.</summary>

@@ -1,7 +1,7 @@
 namespace SocketServers.Internal;
 
 /// <summary>
-/// A connection's receive rate over fixed windows, for <see cref="TcpEchoServerOptions.MinDataRate"/>: the current
+/// A connection's receive rate over fixed windows, for <see cref="TcpServerOptions.MinDataRate"/>: the current
 /// window's start, and whether the last complete window was below the minimum rate.
 /// </summary>
 /// <remarks>Read and moved by the sweep alone (<see cref="IdleAndSlowConnectionSweep"/>), so it needs no

@@ -3,17 +3,23 @@ using PoolLib;
 
 namespace SocketServers.Internal;
 
-/// <summary>What a <see cref="TcpConnection"/> needs from the server that accepted it, and nothing more.</summary>
+/// <summary>What a <see cref="SocketConnection"/> needs from the server that accepted it, and nothing more.</summary>
 internal interface ITcpConnectionOwner
 {
+    /// <summary>Gets the protocol the connection serves.</summary>
+    TcpConnectionHandler Handler { get; }
+
     /// <summary>Gets where the connection logs.</summary>
     ILogger Logger { get; }
 
     /// <summary>Gets the server's counts, to which the connection adds its echoes, drops and eviction.</summary>
     LiveCounters Count { get; }
 
-    /// <summary>Gets the receive buffers, one lent to a connection while data is there; the take never waits.</summary>
+    /// <summary>Gets the receive buffers, one lent to a connection while it has input; the take never waits.</summary>
     Pool<byte[]> Buffers { get; }
+
+    /// <summary>Gets the send buffers, one lent to a connection while it has output; the take never waits.</summary>
+    Pool<byte[]> SendBuffers { get; }
 
     /// <summary>Gets the clock connections time their activity by, in milliseconds, monotonic; <see langword="null"/> for
     /// <see cref="Environment.TickCount64"/>. Tests pass one they move by hand.</summary>
@@ -26,5 +32,5 @@ internal interface ITcpConnectionOwner
     /// and takes the args back.</summary>
     /// <param name="connection">The connection.</param>
     /// <param name="duration">How long it was open.</param>
-    void OnConnectionClosed(TcpConnection connection, TimeSpan duration);
+    void OnConnectionClosed(SocketConnection connection, TimeSpan duration);
 }

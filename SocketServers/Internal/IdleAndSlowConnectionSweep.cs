@@ -4,8 +4,8 @@ namespace SocketServers.Internal;
 
 /// <summary>
 /// A TCP server's open connections, and the one periodic sweep over them: it closes connections idle for
-/// <see cref="TcpEchoServerOptions.IdleTimeout"/>, and, while every connection is taken and clients wait in the
-/// backlog, evicts as many of the quietest of those below <see cref="TcpEchoServerOptions.MinDataRate"/> as clients
+/// <see cref="TcpServerOptions.IdleTimeout"/>, and, while every connection is taken and clients wait in the
+/// backlog, evicts as many of the quietest of those below <see cref="TcpServerOptions.MinDataRate"/> as clients
 /// wait. No timer per connection, and nothing per message but a timestamp and a byte count.
 /// </summary>
 /// <remarks>Thread safety: <see cref="Add"/>, <see cref="Remove"/> and <see cref="ForEach"/> may be called from any
@@ -13,7 +13,7 @@ namespace SocketServers.Internal;
 internal sealed class IdleAndSlowConnectionSweep
 {
     // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
-    private readonly ConcurrentDictionary<TcpConnection, byte> _connections = new();
+    private readonly ConcurrentDictionary<SocketConnection, byte> _connections = new();
     private readonly TimeSpan _idleTimeout;
     private readonly int _minDataRate;
     private readonly TimeSpan _slowConnectionWindow;
@@ -23,7 +23,7 @@ internal sealed class IdleAndSlowConnectionSweep
 
     // The slow connections one sweep found, with their last activity as it was read (it moves meanwhile, and a sort
     // must compare fixed values); the sweep's alone, kept to be filled again.
-    private readonly List<(long LastActivity, TcpConnection Connection)> _slow = [];
+    private readonly List<(long LastActivity, SocketConnection Connection)> _slow = [];
 
     /// <summary>Creates the registry and the sweep's settings.</summary>
     /// <param name="idleTimeout">How long a connection may neither receive nor send; <see cref="Timeout.InfiniteTimeSpan"/> for ever.</param>
@@ -46,13 +46,13 @@ internal sealed class IdleAndSlowConnectionSweep
     public bool IsNeeded => _idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0;
 
     /// <summary>Registers a connection before it runs.</summary>
-    public void Add(TcpConnection connection) => _connections.TryAdd(connection, 0);
+    public void Add(SocketConnection connection) => _connections.TryAdd(connection, 0);
 
     /// <summary>Forgets a connection that has closed.</summary>
-    public void Remove(TcpConnection connection) => _connections.TryRemove(connection, out _);
+    public void Remove(SocketConnection connection) => _connections.TryRemove(connection, out _);
 
     /// <summary>Runs <paramref name="action"/> on every connection open now (one added or removed meanwhile may or may not be seen).</summary>
-    public void ForEach(Action<TcpConnection> action)
+    public void ForEach(Action<SocketConnection> action)
     {
         foreach (var (connection, _) in _connections)
         {

@@ -4,7 +4,7 @@ using System.Net;
 namespace SocketServers.Internal;
 
 /// <summary>
-/// <see cref="TcpEchoServerOptions.MaxConnectionsPerAddress"/>: how many connections each client address has open, and
+/// <see cref="TcpServerOptions.MaxConnectionsPerAddress"/>: how many connections each client address has open, and
 /// whether one more may open.
 /// </summary>
 /// <remarks>Lock-free: each address's count moves by compare-and-swap on a concurrent dictionary, so a claim never

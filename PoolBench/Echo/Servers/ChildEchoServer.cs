@@ -8,9 +8,9 @@ namespace PoolBench.Echo.Servers;
 
 /// <summary>
 /// An echo server run as a child process on free ports of 127.0.0.1: the Node.js peer of
-/// <c>peers/echo-server.js</c>, or our servers' console host. Both print
-/// <c>tcp echo listening on ADDRESS:PORT</c> and the same for <c>udp</c>; the server is ready when
-/// both lines have come. Its output is read until it exits, so a chatty log never blocks it;
+/// <c>peers/echo-server.js</c>, the C peer, the Kestrel peer (KestrelPeer/, TCP only), or our servers'
+/// console host (also as the RESP sample, TCP only). They print <c>tcp echo listening on ADDRESS:PORT</c> (the RESP
+/// sample <c>resp listening on</c>) and the same for <c>udp</c>; the server is ready when the lines it prints have come. Its output is read until it exits, so a chatty log never blocks it;
 /// disposing kills it. Our host prints its stats on SIGUSR1, and after a full collection on SIGUSR2: among
 /// them the bytes it has allocated (<c>stats: process.allocated_bytes N by_stats M</c>) and, last, its managed
 /// heap (<c>stats: process.managed_heap_bytes N committed M</c>). <see cref="ReadStatsAsync"/> and
@@ -22,6 +22,7 @@ internal sealed class ChildEchoServer : IEchoServer
     private const int SigUsr1 = 10;
     private const int SigUsr2 = 12;
     private const string TcpReady = "tcp echo listening on ";
+    private const string RespReady = "resp listening on ";
     private const string UdpReady = "udp echo listening on ";
     private const string CollectionStats = "stats: process.gc.collections ";
     private const string AllocatedStats = "stats: process.allocated_bytes ";
@@ -38,7 +39,7 @@ internal sealed class ChildEchoServer : IEchoServer
     // The next printout the output reader sees completes it; replaced for each request.
     private TaskCompletionSource<HostStats> _printout = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    private ChildEchoServer(string name, Process process, EndPoint tcp, EndPoint udp, bool printsStats)
+    private ChildEchoServer(string name, Process process, EndPoint tcp, EndPoint? udp, bool printsStats)
     {
         Name = name;
         _process = process;
@@ -52,7 +53,7 @@ internal sealed class ChildEchoServer : IEchoServer
 
     public EndPoint TcpEndPoint { get; }
 
-    public EndPoint UdpEndPoint { get; }
+    public EndPoint? UdpEndPoint { get; }
 
     public bool InProcess => false;
 
@@ -110,14 +111,14 @@ internal sealed class ChildEchoServer : IEchoServer
     /// <summary>The Node.js peer; it also exits by itself when its standard input closes, should this process die first.</summary>
     /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
     public static Task<ChildEchoServer> StartNodeAsync(string? cpus) =>
-        StartAsync("node", printsStats: false, cpus, null, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
+        StartAsync("node", printsStats: false, cpus, null, TcpReady, servesUdp: true, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
 
     /// <summary>The C peer that <see cref="CEchoServerBuild"/> built; it also exits by itself when its standard input closes.</summary>
     /// <param name="program">The built server.</param>
     /// <param name="threads">Its worker threads; null for one per CPU it may run on.</param>
     /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
     public static Task<ChildEchoServer> StartCAsync(string program, int? threads, string? cpus) =>
-        StartAsync("c-epoll", printsStats: false, cpus, null, program, ["0", .. threads is int n ? [n.ToString(CultureInfo.InvariantCulture)] : Array.Empty<string>()]);
+        StartAsync("c-epoll", printsStats: false, cpus, null, TcpReady, servesUdp: true, program, ["0", .. threads is int n ? [n.ToString(CultureInfo.InvariantCulture)] : Array.Empty<string>()]);
 
     /// <summary>Our TCP and UDP servers in their own console host, with the given connection limit and buffer size.</summary>
     /// <param name="name">Its name in the tables.</param>
@@ -129,6 +130,8 @@ internal sealed class ChildEchoServer : IEchoServer
             printsStats: true,
             cpus,
             environment,
+            TcpReady,
+            servesUdp: true,
             "dotnet",
             Path.Combine(AppContext.BaseDirectory, "SocketServers.dll"),
             "both",
@@ -139,6 +142,30 @@ internal sealed class ChildEchoServer : IEchoServer
             "--buffer-size",
             bufferSize.ToString(CultureInfo.InvariantCulture));
 
+    /// <summary>Kestrel with an echo <c>ConnectionHandler</c> (KestrelPeer/, built next to PoolBench); TCP only.</summary>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartKestrelAsync(string? cpus) =>
+        StartAsync("kestrel", printsStats: false, cpus, null, TcpReady, servesUdp: false, "dotnet", Path.Combine(AppContext.BaseDirectory, "KestrelPeer.dll"));
+
+    /// <summary>Our console host running the RESP sample (<c>resp</c>); TCP only, its stats as for echo.</summary>
+    /// <param name="maxConnections">Its connection limit.</param>
+    /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
+    public static Task<ChildEchoServer> StartOursRespAsync(int maxConnections, string? cpus) =>
+        StartAsync(
+            "ours-resp",
+            printsStats: true,
+            cpus,
+            null,
+            RespReady,
+            servesUdp: false,
+            "dotnet",
+            Path.Combine(AppContext.BaseDirectory, "SocketServers.dll"),
+            "resp",
+            "--port",
+            "0",
+            "--max-connections",
+            maxConnections.ToString(CultureInfo.InvariantCulture));
+
     public async ValueTask DisposeAsync()
     {
         Stop(_process);
@@ -147,7 +174,7 @@ internal sealed class ChildEchoServer : IEchoServer
     }
 
     private static async Task<ChildEchoServer> StartAsync(
-        string name, bool printsStats, string? cpus, IReadOnlyDictionary<string, string>? environment, string program, params string[] arguments)
+        string name, bool printsStats, string? cpus, IReadOnlyDictionary<string, string>? environment, string tcpReady, bool servesUdp, string program, params string[] arguments)
     {
         // taskset runs the program in its own process, so the pid is the server's.
         var start = cpus is null
@@ -166,15 +193,15 @@ internal sealed class ChildEchoServer : IEchoServer
         {
             using var timeout = new CancellationTokenSource(s_startTimeout);
             IPEndPoint? tcp = null, udp = null;
-            while (tcp is null || udp is null)
+            while (tcp is null || (servesUdp && udp is null))
             {
                 string line = await process.StandardOutput.ReadLineAsync(timeout.Token).ConfigureAwait(false)
                     ?? throw new InvalidOperationException($"{name} exited before it listened");
-                tcp ??= line.StartsWith(TcpReady, StringComparison.Ordinal) ? IPEndPoint.Parse(line[TcpReady.Length..]) : null;
+                tcp ??= line.StartsWith(tcpReady, StringComparison.Ordinal) ? IPEndPoint.Parse(line[tcpReady.Length..]) : null;
                 udp ??= line.StartsWith(UdpReady, StringComparison.Ordinal) ? IPEndPoint.Parse(line[UdpReady.Length..]) : null;
             }
 
-            s_log.Info("{0} echo server (pid {1}) listens on TCP {2} and UDP {3}", name, process.Id, tcp, udp);
+            s_log.Info("{0} server (pid {1}) listens on TCP {2} and UDP {3}", name, process.Id, tcp, udp?.ToString() ?? "(none)");
             return new ChildEchoServer(name, process, tcp, udp, printsStats);
         }
         catch (OperationCanceledException)

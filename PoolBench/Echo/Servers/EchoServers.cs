@@ -65,6 +65,9 @@ internal static class EchoServers
                 }
 
                 break;
+            case "kestrel":
+                servers.Add(await ChildEchoServer.StartKestrelAsync(options.ServerCpus).ConfigureAwait(false));
+                break;
             case "peer":
                 servers.Add(await ChildEchoServer.StartNodeAsync(options.ServerCpus).ConfigureAwait(false));
                 break;

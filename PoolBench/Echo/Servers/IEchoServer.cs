@@ -10,7 +10,8 @@ internal interface IEchoServer : IAsyncDisposable
 
     EndPoint TcpEndPoint { get; }
 
-    EndPoint UdpEndPoint { get; }
+    /// <summary>Gets where it serves UDP; <see langword="null"/> for a TCP-only server (Kestrel), which the UDP cells skip.</summary>
+    EndPoint? UdpEndPoint { get; }
 
     /// <summary>True when the server runs in this process, so its allocations can be counted.</summary>
     bool InProcess { get; }

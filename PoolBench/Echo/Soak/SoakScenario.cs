@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Net;
 using NLog;
 using PoolBench.Echo.Servers;
 using PoolBench.Report;
@@ -80,7 +81,9 @@ internal sealed class SoakScenario(BenchOptions options)
         double? rssStart = server.ProcessMemoryMib;
         double? cpuStart = server.ProcessCpuSeconds;
         HostStats? before = await server.ReadStatsAsync().ConfigureAwait(false);
-        var clients = Enumerable.Range(0, ClientCount).Select(i => new ChurnClient(server.TcpEndPoint, server.UdpEndPoint, seed: i)).ToArray();
+        // The mix sends UDP bursts too: a TCP-only server (Kestrel) is not one to soak.
+        EndPoint udp = server.UdpEndPoint ?? throw new InvalidOperationException($"{server.Name} serves no UDP, which the soak's clients send");
+        var clients = Enumerable.Range(0, ClientCount).Select(i => new ChurnClient(server.TcpEndPoint, udp, seed: i)).ToArray();
         (List<double> rss, HostStats? end, TimeSpan elapsed, double? cpuEnd, bool stopped) = await LoadAsync(server, clients, before).ConfigureAwait(false);
         long errors = stopped ? 0 : 1;
         (double HeapMib, double CommittedMib)? live = await server.ReadManagedHeapAsync().ConfigureAwait(false);

@@ -26,7 +26,7 @@ namespace SocketServers;
 /// threads stays what the options say.
 /// </para>
 /// </remarks>
-public sealed partial class UdpEchoServer
+public partial class UdpServer
 {
     /// <summary>Starts the receive threads, each on one of <paramref name="sockets"/> in turn.</summary>
     private Task[] StartReceiveThreads(Socket[] sockets)
@@ -152,7 +152,8 @@ public sealed partial class UdpEchoServer
                 {
                     // EndReply returns the args to the pool, whatever the send did.
                     replied = true;
-                    EndReply(args, length, TrySend(socket, args, length));
+                    Exception? failure = TryReply(socket, args, ref length);
+                    EndReply(args, length, failure);
                 }
             }
             finally

@@ -9,7 +9,7 @@ namespace SocketServers;
 
 /// <summary>Which datagrams the server answers: those that fit, from senders it may answer, within the reply limit;
 /// the rest are counted, metered with their reason and warned about.</summary>
-public sealed partial class UdpEchoServer
+public partial class UdpServer
 {
     // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
     private const string DroppedTooLarge = "too_large";
@@ -155,7 +155,7 @@ public sealed partial class UdpEchoServer
     /// <summary>Decides what a receive loop does after a receive that ended with <paramref name="error"/>.</summary>
     /// <param name="args">The receive's args.</param>
     /// <param name="error">The receive's outcome.</param>
-    /// <param name="fits">Whether the datagram fit in <see cref="UdpEchoServerOptions.MaxDatagramSize"/>.</param>
+    /// <param name="fits">Whether the datagram fit in <see cref="UdpServerOptions.MaxDatagramSize"/>.</param>
     /// <returns>Whether to answer, go on, or stop.</returns>
     /// <exception cref="SocketException">An unexpected error, while the server runs.</exception>
     private ReceiveOutcome Judge(PooledSocketArgs args, SocketError error, bool fits)

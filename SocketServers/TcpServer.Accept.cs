@@ -6,7 +6,7 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-public sealed partial class TcpEchoServer
+public partial class TcpServer
 {
     private static readonly TimeSpan s_acceptErrorBackoff = TimeSpan.FromMilliseconds(100);
 
@@ -82,7 +82,7 @@ public sealed partial class TcpEchoServer
     }
 
     /// <summary>
-    /// With <see cref="TcpEchoServerOptions.RejectWhenFull"/>, at the connection limit: accepts the next
+    /// With <see cref="TcpServerOptions.RejectWhenFull"/>, at the connection limit: accepts the next
     /// client without an args, and serves it if a connection ended meanwhile, or closes it at once.
     /// </summary>
     /// <returns>How the accept went.</returns>
@@ -199,12 +199,12 @@ public sealed partial class TcpEchoServer
 
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
-        TcpConnection connection;
+        SocketConnection connection;
         try
         {
             Faults.BeforeConnectionSetup?.Invoke(socket);
             socket.NoDelay = true;
-            connection = new TcpConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+            connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
             if (!_perAddressLimit.TryClaim(connection.RemoteAddress))
             {
                 Pool.Release(slot);
@@ -224,6 +224,7 @@ public sealed partial class TcpEchoServer
         }
 
         _sweep.Add(connection);
+        Interlocked.Increment(ref _holdingSlots);
         Count.ConnectionOpened();
         ThreadPool.UnsafeQueueUserWorkItem(connection, preferLocal: false);
     }

@@ -16,7 +16,7 @@ namespace SocketServers;
 /// Each socket is a lane: its receive loops hand datagrams to its own reply block, which answers from that socket. With a
 /// socket per receive (reuse-port on Linux), lanes share nothing but the pool and the counters, and the server's replies
 /// run on as many threads as it has receives; on the one socket of a port the server keeps to itself, one block
-/// replies. <see cref="UdpEchoServerOptions.MaxPendingDatagrams"/> is shared out among the lanes, each taking at least
+/// replies. <see cref="UdpServerOptions.MaxPendingDatagrams"/> is shared out among the lanes, each taking at least
 /// one.
 /// </para>
 /// <para>
@@ -25,7 +25,7 @@ namespace SocketServers;
 /// (<c>s_replierLinger</c>) after the last datagram, or when the server stops.
 /// </para>
 /// </remarks>
-public sealed partial class UdpEchoServer
+public partial class UdpServer
 {
     // How long a reply block's processing task waits for the next datagram before it ends and gives its
     // thread back to the pool. Far longer than the gaps within a stream of datagrams (microseconds), short
@@ -273,7 +273,7 @@ public sealed partial class UdpEchoServer
     /// </remarks>
     private sealed class ReplyLane : IDisposable
     {
-        private readonly UdpEchoServer _server;
+        private readonly UdpServer _server;
         private readonly ActionBlock<PooledSocketArgs> _replies;
         private readonly int _capacity;
 
@@ -289,7 +289,7 @@ public sealed partial class UdpEchoServer
         // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
         private int _waitingForRoom;
 
-        public ReplyLane(UdpEchoServer server, Socket socket, int capacity)
+        public ReplyLane(UdpServer server, Socket socket, int capacity)
         {
             _server = server;
             Socket = socket;
@@ -366,7 +366,8 @@ public sealed partial class UdpEchoServer
             try
             {
                 int length = args.DatagramLength;
-                _server.EndReply(args, length, _server.TrySend(Socket, args, length));
+                Exception? failure = _server.TryReply(Socket, args, ref length);
+                _server.EndReply(args, length, failure);
             }
             catch (Exception ex)
             {

@@ -1,0 +1,199 @@
+using System.Net;
+using System.Net.Sockets;
+using PoolLib.Tests;
+using SocketServers.Resp;
+
+namespace SocketServers.Tests;
+
+// The RESP2 sample over loopback, with a client of the tests' own: commands, pipelining, and bad input.
+public sealed partial class RespConnectionHandlerTests
+{
+    private const int BufferSize = 1024;
+
+    [TestCase("*1\r\n$4\r\nPING\r\n", "+PONG\r\n")]
+    [TestCase("PING\r\n", "+PONG\r\n")]
+    [TestCase("*2\r\n$4\r\nping\r\n$2\r\nhi\r\n", "$2\r\nhi\r\n")]
+    [TestCase("*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n", "$5\r\nhello\r\n")]
+    [TestCase("*2\r\n$3\r\nGET\r\n$7\r\nmissing\r\n", "$-1\r\n")]
+    [TestCase("*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$4\r\nsave\r\n", "*2\r\n$4\r\nsave\r\n$0\r\n\r\n")]
+    [TestCase("*2\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n", "*0\r\n")]
+    [TestCase("*1\r\n$3\r\nGET\r\n", "-ERR wrong number of arguments for command\r\n")]
+    [TestCase("*2\r\n$5\r\nFLUSH\r\n$1\r\nx\r\n", "-ERR unknown command 'FLUSH'\r\n")]
+    [TestCase("\r\n*1\r\n$4\r\nPING\r\n", "+PONG\r\n")]
+    [CancelAfter(10_000)]
+    public async Task Command_Request_Reply(string request, string reply, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(request, cancellationToken);
+
+        Assert.That(await ReadAsync(client, reply.Length, cancellationToken), Is.EqualTo(reply));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task SetGetIncrDelExists_OneConnection_RepliesInOrder(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        string[] requests = [Command("SET", "k", "41"), Command("INCR", "k"), Command("GET", "k"), Command("EXISTS", "k", "other"),
+            Command("DEL", "k", "other"), Command("EXISTS", "k"), Command("INCR", "n"), Command("SET", "s", "text"), Command("INCR", "s")];
+        const string replies = "+OK\r\n:42\r\n$2\r\n42\r\n:1\r\n:1\r\n:0\r\n:1\r\n+OK\r\n-ERR value is not an integer or out of range\r\n";
+
+        await client.SendAsync(string.Concat(requests), cancellationToken);
+
+        Assert.That(await ReadAsync(client, replies.Length, cancellationToken), Is.EqualTo(replies));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Request_SentAByteAtATime_HandledWhole(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        foreach (char character in Command("SET", "key", "value") + Command("GET", "key"))
+        {
+            await client.SendAsync(character.ToString(), cancellationToken);
+        }
+
+        Assert.That(await ReadAsync(client, 16, cancellationToken), Is.EqualTo("+OK\r\n$5\r\nvalue\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Get_ValueSetByAnotherConnection_Seen(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient writer = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        using LineClient reader = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await writer.SendAsync(Command("SET", "shared", "yes"), cancellationToken);
+        await ReadAsync(writer, 5, cancellationToken);
+        await reader.SendAsync(Command("GET", "shared"), cancellationToken);
+
+        Assert.That(await ReadAsync(reader, 9, cancellationToken), Is.EqualTo("$3\r\nyes\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Del_MoreKeysThanAtFirst_CountsEach(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(Command("SET", "k3", "v") + Command("SET", "k7", "v") + Command(["DEL", .. Enumerable.Range(0, 20).Select(i => $"k{i}")]), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 14, cancellationToken), Is.EqualTo("+OK\r\n+OK\r\n:2\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Command_MoreArgumentsThanTheLimit_ErrorAndTheConnectionGoesOn(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("EXISTS" + string.Concat(Enumerable.Repeat(" k", RespSession.MaxArguments)) + "\r\n" + Command("PING"), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 32, cancellationToken), Is.EqualTo("-ERR too many arguments\r\n+PONG\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Quit_RepliesOkThenCloses(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(Command("QUIT") + Command("PING"), cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("+OK\r\n"));
+    }
+
+    // Bad input: an error reply, then the close, since where the next request would start is unknown.
+    [TestCase("*1\r\n$2000\r\n", "invalid bulk length", TestName = "BadInput_BulkLengthOverTheLimit_ErrorThenClose")]
+    [TestCase("*1\r\n$-5\r\n", "invalid bulk length", TestName = "BadInput_NegativeBulkLength_ErrorThenClose")]
+    [TestCase("*1\r\n$abc\r\n", "invalid bulk length", TestName = "BadInput_NonNumericBulkLength_ErrorThenClose")]
+    [TestCase("*-3\r\n", "invalid multibulk length", TestName = "BadInput_NegativeArrayLength_ErrorThenClose")]
+    [TestCase("*x\r\n", "invalid multibulk length", TestName = "BadInput_NonNumericArrayLength_ErrorThenClose")]
+    [TestCase("*1\r\n+PING\r\n", "expected '$'", TestName = "BadInput_ArrayOfSimpleStrings_ErrorThenClose")]
+    [TestCase("*1\r\n$4\r\nPINGxx", "bulk string not ended by CRLF", TestName = "BadInput_BulkWithoutCrlf_ErrorThenClose")]
+    [TestCase("*1\r\n$4xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "line not ended by CRLF", TestName = "BadInput_UnterminatedHeaderLine_ErrorThenClose")]
+    [TestCase("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n", "request larger than the receive buffer", TestName = "BadInput_RequestLargerThanTheBuffer_ErrorThenClose")]
+    [CancelAfter(10_000)]
+    public async Task BadInput_ErrorThenClose(string request, string error, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(Command("PING") + request, cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo($"+PONG\r\n-ERR Protocol error: {error}\r\n"));
+        await AssertStillServesAsync(server, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task BadInput_InlineLineLongerThanTheBuffer_ErrorThenClose(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(new string('x', BufferSize), cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("-ERR Protocol error: line not ended by CRLF\r\n"));
+        await AssertStillServesAsync(server, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task BadInput_HalfSentRequestAtStop_ErrorThenStreamEnds(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync(Command("PING") + "*2\r\n$3\r\nGET\r\n$3\r\nke", cancellationToken);
+        Assert.That(await ReadAsync(client, 7, cancellationToken), Is.EqualTo("+PONG\r\n"));
+        await Poll.UntilAsync(() => server.BuffersInUse == 1, cancellationToken);
+
+        Task stop = server.StopAsync(cancellationToken);
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await stop;
+
+        Assert.That(rest, Is.EqualTo("-ERR Protocol error: unfinished request at end of input\r\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task BadInput_HalfSentRequestThenClientCloses_ErrorBeforeTheEnd(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("*1\r\n$4\r\nPI", cancellationToken);
+        client.Socket.Shutdown(SocketShutdown.Send);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("-ERR Protocol error: unfinished request at end of input\r\n"));
+    }
+
+    private static string Command(params string[] arguments)
+        => $"*{arguments.Length}\r\n" + string.Concat(arguments.Select(argument => $"${argument.Length}\r\n{argument}\r\n"));
+
+    private static async Task<string> ReadAsync(LineClient client, int length, CancellationToken cancellationToken)
+        => System.Text.Encoding.ASCII.GetString(await client.ReadExactlyAsync(length, cancellationToken));
+
+    private static async Task AssertStillServesAsync(TcpServer server, CancellationToken cancellationToken)
+    {
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync(Command("PING"), cancellationToken);
+        Assert.That(await ReadAsync(client, 7, cancellationToken), Is.EqualTo("+PONG\r\n"));
+    }
+
+    private static async Task<TcpServer> StartAsync(CancellationToken cancellationToken)
+    {
+        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0, BufferSize = BufferSize };
+        return await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(BufferSize)), cancellationToken);
+    }
+}

@@ -1,0 +1,196 @@
+using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
+using System.Net;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+using PoolLib.Tests;
+using Samples;
+
+namespace SocketServers.Tests;
+
+// What the echo server had and every protocol now gets: limits, timeouts, metrics, logging, options and hosting.
+public sealed partial class TcpServerTests
+{
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task MaxConnections_ClientBeyondTheCap_WaitsUntilOneCloses(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new UppercaseHandler(), options => options.MaxConnections = 1, cancellationToken);
+        LineClient first = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await first.SendAsync("a\n", cancellationToken);
+        Assert.That(await first.ReadLineAsync(cancellationToken), Is.EqualTo("1: A"));
+        using LineClient second = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await second.SendAsync("b\n", cancellationToken);
+
+        int openWhileFull = server.Counters.CurrentConnections;
+        first.Dispose();
+
+        Assert.That(openWhileFull, Is.EqualTo(1));
+        Assert.That(await second.ReadLineAsync(cancellationToken), Is.EqualTo("1: B"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task RejectWhenFull_ClientBeyondTheCap_ClosedAtOnce(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new UppercaseHandler(), options => (options.MaxConnections, options.RejectWhenFull) = (1, true), cancellationToken);
+        using LineClient first = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await first.SendAsync("a\n", cancellationToken);
+        await first.ReadLineAsync(cancellationToken);
+
+        using LineClient second = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.Rejected == 1, cancellationToken);
+
+        Assert.That(await second.ReadToEndAsync(cancellationToken), Is.Empty);
+        Assert.That(server.Counters.CurrentConnections, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task MaxConnectionsPerAddress_SecondFromOneAddress_Rejected(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new UppercaseHandler(), options => options.MaxConnectionsPerAddress = 1, cancellationToken);
+        using LineClient first = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await first.SendAsync("a\n", cancellationToken);
+        await first.ReadLineAsync(cancellationToken);
+
+        using LineClient second = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await second.ReadToEndAsync(cancellationToken), Is.Empty);
+        Assert.That(server.Counters.Rejected, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task IdleTimeout_SilentConnection_Closed(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new UppercaseHandler(), options => options.IdleTimeout = TimeSpan.FromMilliseconds(200), cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(rest, Is.Empty);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Metrics_Connections_ReportedForAnyProtocol(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new UppercaseHandler(), cancellationToken: cancellationToken);
+        using var listener = new MeterListener();
+        var observed = new ConcurrentDictionary<string, long>();
+        listener.InstrumentPublished = (instrument, meterListener) =>
+        {
+            if (instrument.Meter.Name == "SocketServers")
+            {
+                meterListener.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
+        {
+            foreach (KeyValuePair<string, object?> tag in tags)
+            {
+                if (tag.Key == "server.port" && Equals(tag.Value, server.LocalEndPoint!.Port))
+                {
+                    observed[instrument.Name] = value;
+                }
+            }
+        });
+        listener.Start();
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("metered\n", cancellationToken);
+        await client.ReadLineAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.BytesEchoed > 0, cancellationToken);
+
+        listener.RecordObservableInstruments();
+
+        Assert.That(observed["socketservers.active_connections"], Is.EqualTo(1));
+        Assert.That(observed["socketservers.messages"], Is.EqualTo(1));
+        Assert.That(observed["socketservers.sent_bytes"], Is.EqualTo("1: METERED\n".Length));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Logger_Connection_OpenAndCloseLoggedAtDebug(CancellationToken cancellationToken)
+    {
+        var logger = new RecordingLogger();
+        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
+        await using var server = new TcpServer(options, new UppercaseHandler(), logger);
+        await server.StartAsync(cancellationToken);
+        using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await client.SendAsync("quit\n", cancellationToken);
+            await client.ReadToEndAsync(cancellationToken);
+        }
+
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(logger.Lines.Where(line => line.Level == LogLevel.Debug).Select(line => line.Message), Has.Some.Contains("opened").And.Some.Contains("closed"));
+    }
+
+    [Test]
+    public void AddTcpServer_UnknownSetting_ThrowsOptionsValidationNamingIt()
+    {
+        IConfiguration configuration = new ConfigurationBuilder().AddInMemoryCollection([KeyValuePair.Create<string, string?>("Prot", "1")]).Build();
+        using ServiceProvider services = new ServiceCollection().AddTcpServer<UppercaseHandler>(configuration).BuildServiceProvider();
+
+        var exception = Assert.Throws<OptionsValidationException>(() => services.GetRequiredService<TcpServer<UppercaseHandler>>());
+
+        Assert.That(exception!.Message, Does.Contain("'Prot'"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task AddTcpServer_GenericHost_StartsServesAndStops(CancellationToken cancellationToken)
+    {
+        HostApplicationBuilder builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
+        builder.Services.AddTcpServer<UppercaseHandler>(options => (options.Address, options.Port) = (IPAddress.Loopback, 0));
+        using IHost host = builder.Build();
+        await host.StartAsync(cancellationToken);
+        var server = host.Services.GetRequiredService<TcpServer<UppercaseHandler>>();
+        using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await client.SendAsync("hosted\n", cancellationToken);
+            Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("1: HOSTED"));
+        }
+
+        await host.StopAsync(cancellationToken);
+
+        Assert.That(server.IsRunning, Is.False);
+        Assert.That(server.Handler, Is.SameAs(host.Services.GetRequiredService<UppercaseHandler>()));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task ReusePort_TwoServersOnOnePort_BothServe(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), "reuse-port is for Linux");
+        await using var first = await StartAsync(new UppercaseHandler(), options => options.ReusePort = true, cancellationToken);
+        await using var second = await StartAsync(new UppercaseHandler(), options => (options.ReusePort, options.Port) = (true, first.LocalEndPoint!.Port), cancellationToken);
+
+        using LineClient client = await LineClient.ConnectAsync(first.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("shared\n", cancellationToken);
+
+        Assert.That(second.LocalEndPoint, Is.EqualTo(first.LocalEndPoint));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("1: SHARED"));
+    }
+
+    /// <summary>Keeps every line logged, formatted.</summary>
+    private sealed class RecordingLogger : ILogger
+    {
+        public ConcurrentQueue<(LogLevel Level, string Message)> Lines { get; } = new();
+
+        public IDisposable? BeginScope<TState>(TState state)
+            where TState : notnull => null;
+
+        public bool IsEnabled(LogLevel logLevel) => true;
+
+        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+            => Lines.Enqueue((logLevel, formatter(state, exception)));
+    }
+}

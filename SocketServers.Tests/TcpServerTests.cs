@@ -1,0 +1,372 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Text;
+using Microsoft.Extensions.Logging.Abstractions;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+// A TcpServer with a protocol that is not echo: what a handler can do, over loopback.
+public sealed partial class TcpServerTests
+{
+    [Test]
+    public void Constructor_NullHandler_ThrowsArgumentNull()
+    {
+        var exception = Assert.Throws<ArgumentNullException>(() => _ = new TcpServer(new TcpServerOptions(), null!));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("handler"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_SeveralMessagesInOneReceive_EachGetsItsReply(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("one\ntwo\nthree\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("ONE"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("TWO"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("THREE"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_MessageSpanningReceives_IsHandedOverWhole(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("hel", cancellationToken);
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+        await client.SendAsync("lo\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("HELLO"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_State_IsKeptPerConnection(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient first = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        using LineClient second = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await first.SendAsync("count\ncount\n", cancellationToken);
+        await second.SendAsync("count\n", cancellationToken);
+        await first.SendAsync("count\n", cancellationToken);
+
+        Assert.That(await first.ReadLineAsync(cancellationToken), Is.EqualTo("1"));
+        Assert.That(await first.ReadLineAsync(cancellationToken), Is.EqualTo("2"));
+        Assert.That(await second.ReadLineAsync(cancellationToken), Is.EqualTo("1"));
+        Assert.That(await first.ReadLineAsync(cancellationToken), Is.EqualTo("3"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_RemoteEndPoint_IsTheClients(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("peer\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo(client.Socket.LocalEndPoint!.ToString()));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Handler_ReplyLargerThanSendBuffer_ClientReceivesAllBytes(CancellationToken cancellationToken)
+    {
+        const int size = 1024 * 1024 + 7;
+        await using var server = await StartAsync(new ScriptedHandler(), options => options.BufferSize = 4096, cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync($"big {size}\n", cancellationToken);
+        byte[] reply = await client.ReadExactlyAsync(size, cancellationToken);
+
+        Assert.That(reply, Is.EqualTo(ScriptedHandler.Pattern(size)));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.Empty, "the reply ends with its newline");
+        await Poll.UntilAsync(() => server.Counters.BytesEchoed == size + 1, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Handler_ClientThatNeverReads_ServerStopsReadingAndHoldsTwoBuffers(CancellationToken cancellationToken)
+    {
+        // A 16 MiB reply is more than the kernel holds between the two (the server's send buffer grows to 4 MiB at most
+        // here, the client's receive buffer is fixed at 64 KiB), so the handler's write waits for good. From then on the
+        // server reads nothing: the client's further requests fill the kernel's buffers and its sends stop.
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, options => options.StopGracePeriod = TimeSpan.Zero, cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 64 * 1024);
+        await client.SendAsync("big 16777216\n", cancellationToken);
+        int handledWhenBlocked = await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
+
+        byte[] requests = Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat("count\n", 10_000)));
+        client.Socket.Blocking = false;
+        long sent = 0;
+        while (TrySend(client.Socket, requests, ref sent))
+        {
+            // Fill the kernel's buffers between client and server: the server reads none of it.
+        }
+
+        Assert.That(sent, Is.GreaterThan(0));
+        Assert.That(handler.Handled, Is.EqualTo(handledWhenBlocked), "requests handled after the write began to wait");
+        Assert.That(server.BuffersInUse, Is.LessThanOrEqualTo(2), "a receive and a send buffer at most");
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_AwaitingAsyncWork_OtherConnectionsGoOn(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient waiting = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        using LineClient other = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await waiting.SendAsync("wait\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+        await other.SendAsync("hi\n", cancellationToken);
+        string? otherReply = await other.ReadLineAsync(cancellationToken);
+        handler.Gate.SetResult();
+
+        Assert.That(otherReply, Is.EqualTo("HI"));
+        Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("done"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_Close_ClientReadsReplyThenEndOfStream(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("bye\nnot handled\n", cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("bye\n"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_Throws_ConnectionClosesAndServerGoesOn(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient failing = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await failing.SendAsync("throw\n", cancellationToken);
+        string rest = await failing.ReadToEndAsync(cancellationToken);
+        using LineClient next = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await next.SendAsync("still\n", cancellationToken);
+
+        Assert.That(rest, Is.Empty);
+        Assert.That(await next.ReadLineAsync(cancellationToken), Is.EqualTo("STILL"));
+        await handler.Closed.Task.WaitAsync(cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_MessageLongerThanBuffer_ConnectionCloses(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), options => options.BufferSize = 64, cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(new string('a', 100), cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_IdleConnection_HoldsNoBuffer(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("idle\n", cancellationToken);
+        await client.ReadLineAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.BuffersInUse == 0, cancellationToken);
+
+        Assert.That(server.Counters.CurrentConnections, Is.EqualTo(1));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_PartOfAMessageWaiting_HoldsOneBuffer(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("unfinished", cancellationToken);
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.BuffersInUse == 1, cancellationToken);
+        await client.SendAsync("\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("UNFINISHED"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_MessageHalfSent_HandlerHasItsLastWordThenStreamEnds(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("whole\nhal", cancellationToken);
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("WHOLE"));
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+
+        Task stop = server.StopAsync(cancellationToken);
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await stop;
+
+        Assert.That(rest, Is.EqualTo("unfinished: hal\n"));
+        Assert.That(server.StopCutShort, Is.False);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_RequestInFlight_ReplySentBeforeStreamEnds(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("wait\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+
+        Task stop = server.StopAsync(cancellationToken);
+        handler.Gate.SetResult();
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await stop;
+
+        Assert.That(rest, Is.EqualTo("done\n"));
+        Assert.That(server.StopCutShort, Is.False);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task OnClosed_ClientCloses_CalledOnceWithItsState(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await client.SendAsync("count\n", cancellationToken);
+            await client.ReadLineAsync(cancellationToken);
+        }
+
+        int lines = await handler.Closed.Task.WaitAsync(cancellationToken);
+
+        Assert.That(lines, Is.EqualTo(1));
+    }
+
+    /// <summary>A send that does not wait.</summary>
+    /// <returns>Whether the kernel took any of it.</returns>
+    private static bool TrySend(Socket socket, byte[] data, ref long sent)
+    {
+        sent += socket.Send(data, 0, data.Length, SocketFlags.None, out SocketError error);
+        Assert.That(error, Is.EqualTo(SocketError.Success).Or.EqualTo(SocketError.WouldBlock));
+        return error == SocketError.Success;
+    }
+
+    private static async Task<TcpServer> StartAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure = null, CancellationToken cancellationToken = default)
+    {
+        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
+        configure?.Invoke(options);
+        return await Started.StartAsync(new TcpServer(options, handler, NullLogger.Instance), cancellationToken);
+    }
+
+    /// <summary>A line protocol for the tests: most lines come back upper-cased; a few are commands.</summary>
+    private sealed class ScriptedHandler : TcpConnectionHandler
+    {
+        public TaskCompletionSource PartialSeen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public TaskCompletionSource Waiting { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public TaskCompletionSource Gate { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public TaskCompletionSource<int> Closed { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        /// <summary>Completed, with <see cref="Handled"/>, when a write first waits for the kernel.</summary>
+        public TaskCompletionSource<int> WriteBlocked { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        /// <summary>Lines handled, on every connection.</summary>
+        public int Handled => Volatile.Read(ref _handled);
+
+        private int _handled;
+
+        public static byte[] Pattern(int size) => [.. Enumerable.Range(0, size).Select(i => (byte)('a' + (i % 26)))];
+
+        public override ValueTask OnConnectedAsync(TcpConnection connection)
+        {
+            connection.State = new StrongBox<int>();
+            return default;
+        }
+
+        public override async ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data)
+        {
+            int consumed = 0;
+            while (data.Span[consumed..].IndexOf((byte)'\n') is var end and >= 0)
+            {
+                string line = Encoding.ASCII.GetString(data.Span.Slice(consumed, end));
+                consumed += end + 1;
+                ((StrongBox<int>)connection.State!).Value++;
+                Interlocked.Increment(ref _handled);
+                switch (line.Split(' '))
+                {
+                    case ["count"]:
+                        await connection.WriteAsync(Encoding.ASCII.GetBytes($"{((StrongBox<int>)connection.State!).Value}\n"));
+                        break;
+                    case ["peer"]:
+                        await connection.WriteAsync(Encoding.ASCII.GetBytes($"{connection.RemoteEndPoint}\n"));
+                        break;
+                    case ["big", var size]:
+                        ValueTask write = connection.WriteAsync(Pattern(int.Parse(size, System.Globalization.CultureInfo.InvariantCulture)));
+                        if (!write.IsCompleted)
+                        {
+                            WriteBlocked.TrySetResult(Handled);
+                        }
+
+                        await write;
+                        await connection.WriteAsync("\n"u8.ToArray());
+                        break;
+                    case ["wait"]:
+                        Waiting.TrySetResult();
+                        await Gate.Task;
+                        await connection.WriteAsync("done\n"u8.ToArray());
+                        break;
+                    case ["bye"]:
+                        await connection.WriteAsync("bye\n"u8.ToArray());
+                        connection.Close();
+                        return data.Length;
+                    case ["throw"]:
+                        throw new InvalidOperationException("the script says so");
+                    default:
+                        await connection.WriteAsync(Encoding.ASCII.GetBytes(line.ToUpperInvariant() + "\n"));
+                        break;
+                }
+            }
+
+            if (consumed < data.Length)
+            {
+                PartialSeen.TrySetResult();
+            }
+
+            return consumed;
+        }
+
+        public override ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed)
+            => connection.WriteAsync(Encoding.ASCII.GetBytes($"unfinished: {Encoding.ASCII.GetString(unconsumed.Span)}\n"));
+
+        public override void OnClosed(TcpConnection connection)
+            => Closed.TrySetResult(((StrongBox<int>)connection.State!).Value);
+    }
+}

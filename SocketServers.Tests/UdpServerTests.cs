@@ -1,0 +1,149 @@
+using System.Net;
+using System.Net.Sockets;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+// A UdpServer with a protocol that is not echo, in both processings.
+[TestFixture(UdpProcessing.ReceiveThreads)]
+[TestFixture(UdpProcessing.ReplyBlock)]
+public sealed class UdpServerTests(UdpProcessing processing)
+{
+    [Test]
+    public void Constructor_NullHandler_ThrowsArgumentNull()
+    {
+        var exception = Assert.Throws<ArgumentNullException>(() => _ = new UdpServer(new UdpServerOptions(), null!));
+
+        Assert.That(exception!.ParamName, Is.EqualTo("handler"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_ReplyOfAnotherLength_SentToTheSender(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using Socket client = BoundClient();
+
+        await client.SendToAsync(new byte[] { 1, 2, 3, 4, 5 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] reply = new byte[16];
+        SocketReceiveFromResult received = await client.ReceiveFromAsync(reply, SocketFlags.None, new IPEndPoint(IPAddress.Any, 0), cancellationToken);
+
+        Assert.That(reply.AsSpan(0, received.ReceivedBytes).ToArray(), Is.EqualTo(new byte[] { 5, 4, 3, 2, 1, 5 }), "reversed, then the length");
+        Assert.That(received.RemoteEndPoint, Is.EqualTo(server.LocalEndPoint));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_ReturnsZero_NoReplySent(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using Socket client = BoundClient();
+
+        await client.SendToAsync(Array.Empty<byte>(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.SendToAsync(new byte[] { 7 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] reply = new byte[16];
+        int received = await client.ReceiveAsync(reply, SocketFlags.None, cancellationToken);
+
+        Assert.That(reply.AsSpan(0, received).ToArray(), Is.EqualTo(new byte[] { 7, 1 }), "the first reply is the second datagram's");
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_Throws_DatagramDroppedAndServerGoesOn(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using Socket client = BoundClient();
+
+        await client.SendToAsync(new byte[] { 0xff }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.SendToAsync(new byte[] { 9 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] reply = new byte[16];
+        int received = await client.ReceiveAsync(reply, SocketFlags.None, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+
+        Assert.That(reply.AsSpan(0, received).ToArray(), Is.EqualTo(new byte[] { 9, 1 }));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task LoopGuard_DatagramFromAPrivilegedPort_NeverReachesTheHandler(CancellationToken cancellationToken)
+    {
+        var handler = new CountingHandler();
+        using Socket privileged = BindPortBelow1024OrInconclusive();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        await privileged.SendToAsync(new byte[] { 1 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+        await client.SendToAsync(new byte[] { 2 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.ReceiveAsync(new byte[16], SocketFlags.None, cancellationToken);
+
+        Assert.That(handler.Calls, Is.EqualTo(1), "only the unprivileged client's datagram");
+    }
+
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken)
+    {
+        var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 2 };
+        return await Started.StartAsync(new UdpServer(options, handler), cancellationToken);
+    }
+
+    private static Socket BoundClient()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        return client;
+    }
+
+    /// <summary>A client on 127.0.0.1 at the highest free port below 1024; inconclusive where binding one is not allowed.</summary>
+    private static Socket BindPortBelow1024OrInconclusive()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        for (int port = UdpServerOptions.FirstUnprivilegedPort - 1; port >= 512; port--)
+        {
+            try
+            {
+                client.Bind(new IPEndPoint(IPAddress.Loopback, port));
+                return client;
+            }
+            catch (SocketException ex) when (ex.SocketErrorCode == SocketError.AddressAlreadyInUse)
+            {
+                // A service has it: try the next port down.
+            }
+            catch (SocketException ex)
+            {
+                client.Dispose();
+                Assume.That(ex.SocketErrorCode, Is.Not.EqualTo(SocketError.AccessDenied), "binding a port below 1024 needs privileges this process does not have");
+                throw;
+            }
+        }
+
+        client.Dispose();
+        Assert.Inconclusive("every port from 512 to 1023 is in use");
+        return client;
+    }
+
+    /// <summary>Replies with the datagram reversed and its length after it; none to an empty one; throws on 0xff.</summary>
+    private sealed class CountingHandler : UdpDatagramHandler
+    {
+        private int _calls;
+
+        public int Calls => Volatile.Read(ref _calls);
+
+        public override int OnDatagram(UdpDatagram datagram)
+        {
+            Interlocked.Increment(ref _calls);
+            if (datagram.Length == 0)
+            {
+                return 0;
+            }
+
+            if (datagram.Data[0] == 0xff)
+            {
+                throw new InvalidOperationException("the datagram says so");
+            }
+
+            datagram.Buffer[..datagram.Length].Reverse();
+            datagram.Buffer[datagram.Length] = (byte)datagram.Length;
+            return datagram.Length + 1;
+        }
+    }
+}

@@ -1,0 +1,653 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using Microsoft.Extensions.Logging;
+using PoolLib;
+
+namespace SocketServers.Internal;
+
+/// <summary>One accepted connection: its socket, its pooled args, its buffers and the loop that feeds its handler.</summary>
+/// <remarks>
+/// <para>
+/// The loop owns the socket, the args and the buffers; other threads (the idle sweep, the stop, a handler's
+/// <see cref="Close"/>) only shut the socket down or dispose it, which makes a pending operation complete. The args goes
+/// back to the pool only after the loop has seen its last operation complete.
+/// </para>
+/// <para>
+/// A graceful end (a stop, or the handler's close) reads nothing more, sends what was written, ends the stream (shuts
+/// down the send side), then reads and drops what the client still sends until it closes: closing with unread input
+/// would reset the connection, and a reset destroys the replies the client has not read yet. Who ends the stream is
+/// decided by a handshake on <see cref="_phase"/>: the loop publishes <see cref="Waiting"/> and then reads the close
+/// request; the requester publishes its request and then moves <see cref="Waiting"/> to <see cref="Ended"/>; each with a
+/// full fence, so at least one sees the other, and the one compare-and-swap that wins shuts the send side down. A loop
+/// that waits holding part of a message stays <see cref="Handling"/> and publishes <see cref="_waitingWithPartial"/>
+/// instead: the requester then wakes it (shuts the receive side down), and the loop ends the stream itself.
+/// </para>
+/// </remarks>
+internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
+{
+    private const int NoCloseRequest = 0;
+    private const int StopRequested = 1;
+    private const int IdleClose = 2;
+    private const int Aborted = 3;
+    private const int Evicted = 4;
+    private const int HandlerClose = 5;
+
+    // _phase: handling what it reads (the loop sees a close request before its next read); waiting for data with nothing
+    // owed (the requester may end the stream itself); the stream ended, input discarded.
+    private const int Handling = 0;
+    private const int Waiting = 1;
+    private const int Ended = 2;
+
+    private readonly ITcpConnectionOwner _owner;
+    private readonly TcpConnectionHandler _handler;
+    private readonly PooledSocketArgs _args;
+    private readonly Socket _socket;
+    private readonly long _id;
+    private readonly EndPoint? _remoteEndPoint;
+
+    // The owner's clock (milliseconds, monotonic); null for Environment.TickCount64, read directly.
+    private readonly Func<long>? _clock;
+
+    // The clock at the last completed receive or send; read by the idle sweep.
+    private long _lastActivity;
+
+    // The clock when accepted, for the connection-duration histogram.
+    private readonly long _openedAt;
+
+    // Bytes received so far; written by the loop, read by the sweep.
+    private long _bytesReceived;
+
+    // The sweep's alone: the receive rate over the current and the last window. A mutable struct updated in
+    // place, so never readonly: a readonly field would hand the sweep a copy and the window would never move.
+    private DataRateWindow _rateWindow;
+
+    // Why the server closes this connection, if it does: NoCloseRequest until the first of stop, idle sweep, eviction,
+    // the handler's close or abort sets it (Aborted overrides the others; an idle close overrides the handler's).
+    private int _closeRequest;
+
+    // Handling, Waiting or Ended. Only the loop moves Handling to Waiting and back; Waiting to Ended, by the loop
+    // or a close request, happens once and is final.
+    private int _phase;
+
+    // 1 while the loop waits for data holding part of a message (so in Handling); a close request then wakes it.
+    private int _waitingWithPartial;
+
+    // The loop's alone. The receive buffer, held while data is there and while part of a message waits for the rest;
+    // _pending bytes at its start are received and not consumed.
+    private PoolSlot<byte[]>? _receive;
+    private int _pending;
+
+    // The loop's alone. The send buffer, held while written bytes wait to be sent: _sendLength of them.
+    private PoolSlot<byte[]>? _send;
+    private int _sendLength;
+
+    // Set once the loop is over; writes then throw.
+    private bool _closed;
+
+    /// <summary>Sets up a connection on an accepted socket; <see cref="Execute"/> runs it.</summary>
+    /// <param name="owner">The server that accepted it.</param>
+    /// <param name="slot">The pooled args' slot, which the owner takes back when the connection has closed.</param>
+    /// <param name="args">The pooled args the connection's socket operations run on.</param>
+    /// <param name="socket">The accepted socket; the connection owns it from now on.</param>
+    /// <param name="id">The connection's number in log lines.</param>
+    public SocketConnection(ITcpConnectionOwner owner, PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, long id)
+    {
+        _owner = owner;
+        _handler = owner.Handler;
+        Slot = slot;
+        _args = args;
+        _socket = socket;
+        _id = id;
+        _remoteEndPoint = socket.RemoteEndPoint;
+
+        // Reads with a buffer never wait (see HandleWhileDataAsync); only the zero-byte receive does.
+        socket.Blocking = false;
+        _clock = owner.Clock;
+        _lastActivity = _openedAt = Now();
+        _rateWindow = new DataRateWindow(_openedAt);
+    }
+
+    /// <inheritdoc/>
+    public override long Id => _id;
+
+    /// <inheritdoc/>
+    public override EndPoint? RemoteEndPoint => _remoteEndPoint;
+
+    /// <summary>Gets the client's address.</summary>
+    public IPAddress? RemoteAddress => (_remoteEndPoint as IPEndPoint)?.Address;
+
+    /// <summary>Gets the pooled args' slot.</summary>
+    public PoolSlot<SocketAsyncEventArgs> Slot { get; }
+
+    /// <summary>Gets the owner's clock at the last completed receive or send.</summary>
+    public long LastActivity => Volatile.Read(ref _lastActivity);
+
+    /// <summary>Gets whether the server has begun to close the connection (stop, idle, evicted, closed by the handler or
+    /// aborted).</summary>
+    public bool IsClosing => Volatile.Read(ref _closeRequest) != NoCloseRequest;
+
+    /// <summary>Runs the connection's loop until it closes; its failures are logged, never thrown.</summary>
+    public void Execute() => _ = RunAsync();
+
+    /// <summary>Stop: nothing more is read; what was read is still handled and sent, then the stream ends and the
+    /// connection closes when the client does (or when the grace period ends).</summary>
+    public void StopGracefully() => RequestEnd(StopRequested);
+
+    /// <inheritdoc/>
+    public override void Close() => RequestEnd(HandlerClose);
+
+    /// <summary>Idle sweep: closes the connection, unless the server is closing it already (a handler's close still
+    /// waiting for the client to close is cut short).</summary>
+    public void CloseIdle()
+    {
+        if (Interlocked.CompareExchange(ref _closeRequest, IdleClose, NoCloseRequest) == NoCloseRequest
+            || Interlocked.CompareExchange(ref _closeRequest, IdleClose, HandlerClose) == HandlerClose)
+        {
+            Shutdown(SocketShutdown.Both);
+        }
+    }
+
+    /// <summary>Sweep only: whether the connection receives less than <paramref name="minDataRate"/> bytes a second
+    /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
+    public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
+        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesReceived), windowMs, minDataRate, judgedAfterMs);
+
+    /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
+    public void Evict()
+    {
+        if (Interlocked.CompareExchange(ref _closeRequest, Evicted, NoCloseRequest) == NoCloseRequest)
+        {
+            _owner.Count.Evicted();
+            Shutdown(SocketShutdown.Both);
+        }
+    }
+
+    /// <summary>End of the stop grace period: closes the socket, whatever the connection is doing.</summary>
+    public void Abort()
+    {
+        Volatile.Write(ref _closeRequest, Aborted);
+        _socket.Dispose();
+    }
+
+    /// <inheritdoc/>
+    public override ValueTask WriteAsync(ReadOnlyMemory<byte> data)
+    {
+        ObjectDisposedException.ThrowIf(_closed, this);
+        byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
+        if (data.Length <= buffer.Length - _sendLength)
+        {
+            data.Span.CopyTo(buffer.AsSpan(_sendLength));
+            _sendLength += data.Length;
+            return default;
+        }
+
+        return WriteSlowAsync(data);
+    }
+
+    /// <inheritdoc/>
+    public override ValueTask FlushAsync()
+    {
+        ObjectDisposedException.ThrowIf(_closed, this);
+        return _sendLength == 0 ? default : FlushOrThrowAsync();
+    }
+
+    /// <inheritdoc/>
+    public override string ToString() => $"TCP connection {_id} from {_remoteEndPoint}";
+
+    /// <summary>Asks the loop to end the stream gracefully; ends it at once if the loop waits owing nothing, and wakes a
+    /// loop that waits holding part of a message.</summary>
+    private void RequestEnd(int request)
+    {
+        if (Interlocked.CompareExchange(ref _closeRequest, request, NoCloseRequest) != NoCloseRequest)
+        {
+            return;
+        }
+
+        if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
+        {
+            // The loop waits for data and owes nothing: end the stream now. The client's close, or its next
+            // data, wakes the loop, which then discards what comes.
+            Shutdown(SocketShutdown.Send);
+        }
+        else if (Volatile.Read(ref _waitingWithPartial) == 1)
+        {
+            // It waits for the rest of a message: wake it, and it ends the stream after the handler's last word.
+            Shutdown(SocketShutdown.Receive);
+        }
+    }
+
+    /// <summary>Fills the send buffer, sends it when full, and goes on; data at least a buffer long goes out directly.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask WriteSlowAsync(ReadOnlyMemory<byte> data)
+    {
+        byte[] buffer = _send!.Object;
+        while (data.Length > 0)
+        {
+            if (_sendLength == 0 && data.Length >= buffer.Length && MemoryMarshal.TryGetArray(data, out ArraySegment<byte> segment))
+            {
+                ThrowIfFailed(await SendAllAsync(segment.Array!, segment.Offset, segment.Count).ConfigureAwait(false));
+                return;
+            }
+
+            int copied = Math.Min(data.Length, buffer.Length - _sendLength);
+            data.Span[..copied].CopyTo(buffer.AsSpan(_sendLength));
+            _sendLength += copied;
+            data = data[copied..];
+            if (_sendLength == buffer.Length)
+            {
+                ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
+            }
+        }
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask FlushOrThrowAsync() => ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
+
+    private void ThrowIfFailed(SocketError error)
+    {
+        if (error != SocketError.Success)
+        {
+            // The loop sees the socket shut and closes the connection after the handler's call.
+            Shutdown(SocketShutdown.Both);
+            throw new IOException($"Sending on {this} failed: {error}.", new SocketException((int)error));
+        }
+    }
+
+    /// <summary>Sends what the send buffer holds, and keeps the buffer.</summary>
+    /// <returns>The socket error of the send, or <see cref="SocketError.Success"/>.</returns>
+    private ValueTask<SocketError> SendBufferedAsync()
+    {
+        int length = _sendLength;
+        _sendLength = 0;
+        return length == 0 ? new(SocketError.Success) : SendAllAsync(_send!.Object, 0, length);
+    }
+
+    /// <summary>Sends <paramref name="count"/> bytes of <paramref name="buffer"/> from <paramref name="offset"/>, completing
+    /// partial sends; bytes count as sent as each send hands them to the kernel.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<SocketError> SendAllAsync(byte[] buffer, int offset, int count)
+    {
+        try
+        {
+            for (int sent = 0; sent < count; sent += _args.BytesTransferred)
+            {
+                _args.SetBuffer(buffer, offset + sent, count - sent);
+                await _args.SendAsync(_socket).ConfigureAwait(false);
+                if (_args.SocketError != SocketError.Success)
+                {
+                    return _args.SocketError;
+                }
+
+                _owner.Count.BytesEchoed(_args.BytesTransferred);
+                Volatile.Write(ref _lastActivity, Now());
+            }
+
+            return SocketError.Success;
+        }
+        finally
+        {
+            _args.SetBuffer(null, 0, 0);
+        }
+    }
+
+    /// <summary>Sends what is buffered and gives the send buffer back: an idle connection holds none.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<SocketError> FlushAndReleaseAsync()
+    {
+        SocketError error = await SendBufferedAsync().ConfigureAwait(false);
+        if (_send is { } send)
+        {
+            _send = null;
+            _owner.SendBuffers.Release(send);
+        }
+
+        return error;
+    }
+
+    private async Task RunAsync()
+    {
+        _owner.Logger.ConnectionOpened(_id, _remoteEndPoint);
+
+        SocketError error = SocketError.Success;
+        try
+        {
+            await _handler.OnConnectedAsync(this).ConfigureAwait(false);
+            error = await FlushAndReleaseAsync().ConfigureAwait(false);
+            if (error == SocketError.Success)
+            {
+                error = await ServeAsync().ConfigureAwait(false);
+            }
+        }
+        catch (ObjectDisposedException)
+        {
+            error = SocketError.OperationAborted;
+        }
+        catch (IOException ex) when (ex.InnerException is SocketException socketException)
+        {
+            // A write the client's reset or a failure cut short, thrown through the handler.
+            error = socketException.SocketErrorCode;
+        }
+        catch (Exception ex)
+        {
+            error = SocketError.SocketError;
+            if (_owner.Logger.IsEnabled(LogLevel.Warning) && _owner.ConnectionWarnings.TryAcquire(out long suppressed))
+            {
+                _owner.Logger.ConnectionFailed(ex, _id, _remoteEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+            }
+        }
+        finally
+        {
+            Finish(error);
+        }
+    }
+
+    /// <summary>Waits for data, has the handler handle it and sends the replies, until the connection ends.</summary>
+    /// <returns><see cref="SocketError.Success"/> at the client's end of stream, else the error.</returns>
+    private async Task<SocketError> ServeAsync()
+    {
+        while (true)
+        {
+            bool partial = _pending > 0;
+            if (partial)
+            {
+                // Publish, with a full fence, that the loop waits holding part of a message; then read the close request.
+                Interlocked.Exchange(ref _waitingWithPartial, 1);
+                int request = Volatile.Read(ref _closeRequest);
+                if (request is StopRequested or HandlerClose)
+                {
+                    Volatile.Write(ref _waitingWithPartial, 0);
+                    return await EndStreamAsync(request == StopRequested).ConfigureAwait(false);
+                }
+            }
+            else
+            {
+                ReleaseReceiveBuffer();
+                if (!EnterWaiting())
+                {
+                    return await DiscardUntilEndAsync().ConfigureAwait(false);
+                }
+            }
+
+            // Wait for data with no buffer (a zero-byte receive): an idle connection holds none.
+            _args.SetBuffer(null, 0, 0);
+            await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+            Volatile.Write(ref _waitingWithPartial, 0);
+            if (_args.SocketError != SocketError.Success)
+            {
+                return _args.SocketError;
+            }
+
+            if (!partial && Interlocked.CompareExchange(ref _phase, Handling, Waiting) != Waiting)
+            {
+                // A close request ended the stream while this waited: what came since is not owed.
+                return await DiscardUntilEndAsync().ConfigureAwait(false);
+            }
+
+            var (open, error) = await HandleWhileDataAsync().ConfigureAwait(false);
+            if (!open)
+            {
+                return error;
+            }
+        }
+    }
+
+    /// <summary>Publishes that the loop is about to wait for data, owing nothing, then looks for a close request (see the
+    /// remarks on the class): if there is one, ends the stream unless the requester just did.</summary>
+    /// <returns>Whether to wait for data; <see langword="false"/> once the stream is ended.</returns>
+    private bool EnterWaiting()
+    {
+        Interlocked.Exchange(ref _phase, Waiting);
+        if (Volatile.Read(ref _closeRequest) is not (StopRequested or HandlerClose))
+        {
+            return true;
+        }
+
+        if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
+        {
+            Shutdown(SocketShutdown.Send);
+        }
+
+        return false;
+    }
+
+    /// <summary>Ends the stream with part of a message held: on a stop the handler has its last word about it first.</summary>
+    private async Task<SocketError> EndStreamAsync(bool stopping)
+    {
+        if (stopping)
+        {
+            await _handler.OnInputEndedAsync(this, _receive!.Object.AsMemory(0, _pending)).ConfigureAwait(false);
+        }
+
+        _pending = 0;
+        ReleaseReceiveBuffer();
+        SocketError error = await FlushAndReleaseAsync().ConfigureAwait(false);
+        Interlocked.Exchange(ref _phase, Ended);
+        if (error != SocketError.Success)
+        {
+            return error;
+        }
+
+        Shutdown(SocketShutdown.Send);
+        return await DiscardUntilEndAsync().ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Takes what has arrived into the receive buffer, after the part of a message it holds, has the handler handle it
+    /// and sends the replies, for as long as each read fills the buffer (more is likely waiting); returns when nothing
+    /// more is there, at end of stream, on an error, or before the first read after a close request.
+    /// </summary>
+    /// <returns>Whether the connection is still open, and the last socket error.</returns>
+    /// <remarks>
+    /// The reads never wait: a zero-byte receive can report data that is gone or never came (its
+    /// readiness can be stale), and a read that waited would hold the buffer while the connection idles.
+    /// </remarks>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<(bool Open, SocketError Error)> HandleWhileDataAsync()
+    {
+        // Never waits: a connection holds at most one receive buffer, and there are as many as connections.
+        byte[] buffer = (_receive ??= _owner.Buffers.TakeSlot()).Object;
+        while (Volatile.Read(ref _closeRequest) is not (StopRequested or HandlerClose))
+        {
+            int room = buffer.Length - _pending;
+            int received = _socket.Receive(buffer, _pending, room, SocketFlags.None, out SocketError error);
+            if (error == SocketError.WouldBlock)
+            {
+                return (true, SocketError.Success);
+            }
+
+            if (error != SocketError.Success)
+            {
+                return (false, error);
+            }
+
+            if (received == 0)
+            {
+                // The client's end of stream: the handler has its last word about a message it left unfinished.
+                if (_pending > 0)
+                {
+                    await _handler.OnInputEndedAsync(this, buffer.AsMemory(0, _pending)).ConfigureAwait(false);
+                    _pending = 0;
+                }
+
+                return (false, await FlushAndReleaseAsync().ConfigureAwait(false));
+            }
+
+            Volatile.Write(ref _lastActivity, Now());
+            Volatile.Write(ref _bytesReceived, _bytesReceived + received);
+            int available = _pending + received;
+            int consumed = await _handler.OnReceivedAsync(this, buffer.AsMemory(0, available)).ConfigureAwait(false);
+            if ((uint)consumed > (uint)available)
+            {
+                throw new InvalidOperationException($"{_handler.GetType().Name}.OnReceivedAsync returned {consumed}, not a count from 0 to the {available} bytes it was given.");
+            }
+
+            _pending = available - consumed;
+            if (_pending > 0 && consumed > 0)
+            {
+                buffer.AsSpan(consumed, _pending).CopyTo(buffer);
+            }
+
+            _owner.Count.MessageEchoed();
+            _owner.Logger.ConnectionEchoed(_id, received);
+            error = await FlushAndReleaseAsync().ConfigureAwait(false);
+            if (error != SocketError.Success)
+            {
+                return (false, error);
+            }
+
+            if (_pending == buffer.Length)
+            {
+                // A message longer than the buffer: it can never be handled.
+                return (false, SocketError.MessageSize);
+            }
+
+            if (received < room)
+            {
+                return (true, SocketError.Success);
+            }
+        }
+
+        // A close request: stop reading; back in the loop, the stream ends.
+        return (true, SocketError.Success);
+    }
+
+    /// <summary>After the stream has ended: reads and drops what the client still sends, until it closes (or the end of
+    /// the grace period, or the idle sweep, closes the socket).</summary>
+    /// <returns><see cref="SocketError.Success"/> at the client's end of stream, else the error.</returns>
+    private async Task<SocketError> DiscardUntilEndAsync()
+    {
+        Pool<byte[]> buffers = _owner.Buffers;
+        while (true)
+        {
+            _args.SetBuffer(null, 0, 0);
+            await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+            if (_args.SocketError != SocketError.Success)
+            {
+                return _args.SocketError;
+            }
+
+            PoolSlot<byte[]> buffer = buffers.TakeSlot();
+            try
+            {
+                while (true)
+                {
+                    int received = _socket.Receive(buffer.Object, SocketFlags.None, out SocketError error);
+                    if (error == SocketError.WouldBlock)
+                    {
+                        break;
+                    }
+
+                    if (error != SocketError.Success || received == 0)
+                    {
+                        return error;
+                    }
+                }
+            }
+            finally
+            {
+                buffers.Release(buffer);
+            }
+        }
+    }
+
+    private void ReleaseReceiveBuffer()
+    {
+        if (_receive is { } receive)
+        {
+            _receive = null;
+            _owner.Buffers.Release(receive);
+        }
+    }
+
+    private void Finish(SocketError error)
+    {
+        try
+        {
+            ReportEnd(error);
+        }
+        finally
+        {
+            // Whatever the log line or the handler did (either may throw), the socket closes, the buffers and the args go back.
+            _closed = true;
+            _socket.Dispose();
+            ReleaseReceiveBuffer();
+            if (_send is { } send)
+            {
+                _send = null;
+                _sendLength = 0;
+                _owner.SendBuffers.Release(send);
+            }
+
+            try
+            {
+                _handler.OnClosed(this);
+            }
+            catch (Exception ex)
+            {
+                _owner.Logger.ConnectionFailed(ex, _id, _remoteEndPoint, string.Empty);
+            }
+            finally
+            {
+                _owner.OnConnectionClosed(this, TimeSpan.FromMilliseconds(Now() - _openedAt));
+            }
+        }
+    }
+
+    /// <summary>Ends a graceful close with end of stream to the client, counts any other close as a drop, and logs
+    /// how the connection ended.</summary>
+    private void ReportEnd(SocketError error)
+    {
+        int request = Volatile.Read(ref _closeRequest);
+        bool graceful = error == SocketError.Success && request is not (IdleClose or Evicted);
+        if (graceful)
+        {
+            // End of stream from the client: all it sent has been echoed (or, stopping, dropped); say we are done too.
+            Shutdown(SocketShutdown.Send);
+            _owner.Logger.ConnectionClosed(_id, _remoteEndPoint);
+        }
+        else
+        {
+            _owner.Count.Dropped();
+            if (request == IdleClose)
+            {
+                _owner.Logger.ConnectionIdleClosed(_id, _remoteEndPoint);
+            }
+            else if (request == Evicted)
+            {
+                _owner.Logger.ConnectionEvicted(_id, _remoteEndPoint);
+            }
+            else if (request == Aborted)
+            {
+                _owner.Logger.ConnectionAborted(_id, _remoteEndPoint);
+            }
+            else if (error is SocketError.ConnectionReset or SocketError.ConnectionAborted or SocketError.Shutdown
+                or SocketError.OperationAborted or SocketError.TimedOut or SocketError.NotConnected)
+            {
+                _owner.Logger.ConnectionLost(_id, _remoteEndPoint, error);
+            }
+            else if (error != SocketError.SocketError)
+            {
+                if (_owner.Logger.IsEnabled(LogLevel.Warning) && _owner.ConnectionWarnings.TryAcquire(out long suppressed))
+                {
+                    _owner.Logger.ConnectionSocketFailed(_id, _remoteEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
+                }
+            }
+        }
+    }
+
+    private long Now() => _clock is null ? Environment.TickCount64 : _clock();
+
+    private void Shutdown(SocketShutdown how)
+    {
+        try
+        {
+            _socket.Shutdown(how);
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Already closed or reset: nothing left to shut down.
+        }
+    }
+}

@@ -1,0 +1,263 @@
+using System.Buffers.Text;
+using System.Runtime.CompilerServices;
+using System.Text;
+
+namespace SocketServers.Resp;
+
+/// <summary>
+/// A Redis-protocol (RESP2) server in memory: PING, ECHO, SET, GET, DEL, EXISTS, INCR, QUIT, and the CONFIG GET and
+/// COMMAND that redis-cli and redis-benchmark send as they connect. Any other command gets an error reply; a request
+/// that breaks the protocol gets an error reply and the connection closes, since the stream cannot be resynchronised.
+/// </summary>
+internal sealed class RespConnectionHandler : TcpConnectionHandler
+{
+    private static readonly byte[] s_pong = "+PONG\r\n"u8.ToArray();
+    private static readonly byte[] s_ok = "+OK\r\n"u8.ToArray();
+    private static readonly byte[] s_nil = "$-1\r\n"u8.ToArray();
+    private static readonly byte[] s_emptyArray = "*0\r\n"u8.ToArray();
+    private static readonly byte[] s_crlf = "\r\n"u8.ToArray();
+    private static readonly byte[] s_configSave = "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"u8.ToArray();
+    private static readonly byte[] s_configAppendOnly = "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"u8.ToArray();
+    private static readonly byte[] s_unknownCommand = "-ERR unknown command '"u8.ToArray();
+    private static readonly byte[] s_unknownCommandEnd = "'\r\n"u8.ToArray();
+    private static readonly byte[] s_wrongArguments = "-ERR wrong number of arguments for command\r\n"u8.ToArray();
+    private static readonly byte[] s_syntax = "-ERR syntax error\r\n"u8.ToArray();
+    private static readonly byte[] s_notInteger = "-ERR value is not an integer or out of range\r\n"u8.ToArray();
+    private static readonly byte[] s_tooManyArguments = "-ERR too many arguments\r\n"u8.ToArray();
+    private static readonly byte[] s_invalidMultibulk = "-ERR Protocol error: invalid multibulk length\r\n"u8.ToArray();
+    private static readonly byte[] s_invalidBulk = "-ERR Protocol error: invalid bulk length\r\n"u8.ToArray();
+    private static readonly byte[] s_expectedBulk = "-ERR Protocol error: expected '$'\r\n"u8.ToArray();
+    private static readonly byte[] s_unterminatedBulk = "-ERR Protocol error: bulk string not ended by CRLF\r\n"u8.ToArray();
+    private static readonly byte[] s_unterminatedLine = "-ERR Protocol error: line not ended by CRLF\r\n"u8.ToArray();
+    private static readonly byte[] s_tooLarge = "-ERR Protocol error: request larger than the receive buffer\r\n"u8.ToArray();
+    private static readonly byte[] s_unfinished = "-ERR Protocol error: unfinished request at end of input\r\n"u8.ToArray();
+
+    private readonly RespStore _store;
+    private readonly int _maxRequestSize;
+
+    /// <summary>Creates the handler over a store of its own.</summary>
+    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.BufferSize"/>.</param>
+    public RespConnectionHandler(int maxRequestSize)
+        : this(new RespStore(), maxRequestSize)
+    {
+    }
+
+    /// <summary>Creates the handler over <paramref name="store"/>.</summary>
+    /// <param name="store">The keys and values.</param>
+    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.BufferSize"/>.</param>
+    public RespConnectionHandler(RespStore store, int maxRequestSize)
+    {
+        ArgumentNullException.ThrowIfNull(store);
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxRequestSize, 1);
+        _store = store;
+        _maxRequestSize = maxRequestSize;
+    }
+
+    /// <summary>Gets the keys and values.</summary>
+    public RespStore Store => _store;
+
+    public override ValueTask OnConnectedAsync(TcpConnection connection)
+    {
+        connection.State = new RespSession();
+        return default;
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    public override async ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data)
+    {
+        var session = (RespSession)connection.State!;
+        int consumed = 0;
+        while (consumed < data.Length)
+        {
+            RespParseStatus status = RespRequestParser.TryParse(data.Span[consumed..], session.Arguments, _maxRequestSize, out int length, out int count);
+            if (status == RespParseStatus.Incomplete)
+            {
+                break;
+            }
+
+            if (status == RespParseStatus.TooManyArguments && session.GrowArguments(count))
+            {
+                continue; // parsed again, with room for every argument
+            }
+
+            if (status is RespParseStatus.Complete or RespParseStatus.TooManyArguments)
+            {
+                ReadOnlyMemory<byte> request = data.Slice(consumed, length);
+                consumed += length;
+                if (status == RespParseStatus.TooManyArguments)
+                {
+                    await connection.WriteAsync(s_tooManyArguments).ConfigureAwait(false);
+                }
+                else if (count > 0 && !await ExecuteAsync(connection, session, request, count).ConfigureAwait(false))
+                {
+                    connection.Close();
+                    return data.Length;
+                }
+
+                continue;
+            }
+
+            // The protocol is broken: say why, and close, since where the next request starts is unknown.
+            await connection.WriteAsync(ProtocolError(status)).ConfigureAwait(false);
+            connection.Close();
+            return data.Length;
+        }
+
+        return consumed;
+    }
+
+    public override ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed)
+        => connection.WriteAsync(s_unfinished);
+
+    private static byte[] ProtocolError(RespParseStatus status) => status switch
+    {
+        RespParseStatus.InvalidMultibulkLength => s_invalidMultibulk,
+        RespParseStatus.InvalidBulkLength => s_invalidBulk,
+        RespParseStatus.ExpectedBulk => s_expectedBulk,
+        RespParseStatus.UnterminatedBulk => s_unterminatedBulk,
+        RespParseStatus.UnterminatedLine => s_unterminatedLine,
+        _ => s_tooLarge,
+    };
+
+    /// <summary>Executes one request and writes its reply.</summary>
+    /// <returns>Whether to go on: not after QUIT.</returns>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<bool> ExecuteAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> request, int count)
+    {
+        (int Start, int Length)[] arguments = session.Arguments;
+        RespCommand command = Identify(request.Span.Slice(arguments[0].Start, arguments[0].Length));
+        switch (command)
+        {
+            case RespCommand.Get when count == 2:
+                int length = _store.CopyTo(Argument(request, arguments, 1).Span, ref session.Value);
+                await (length < 0 ? connection.WriteAsync(s_nil) : WriteBulkAsync(connection, session, session.Value.AsMemory(0, length))).ConfigureAwait(false);
+                break;
+            case RespCommand.Set when count == 3:
+                _store.Set(Argument(request, arguments, 1).Span, Argument(request, arguments, 2).Span);
+                await connection.WriteAsync(s_ok).ConfigureAwait(false);
+                break;
+            case RespCommand.Set when count > 3:
+                await connection.WriteAsync(s_syntax).ConfigureAwait(false);
+                break;
+            case RespCommand.Ping when count == 1:
+                await connection.WriteAsync(s_pong).ConfigureAwait(false);
+                break;
+            case RespCommand.Ping or RespCommand.Echo when count == 2:
+                await WriteBulkAsync(connection, session, Argument(request, arguments, 1)).ConfigureAwait(false);
+                break;
+            case RespCommand.Incr when count == 2:
+                await (_store.TryIncrement(Argument(request, arguments, 1).Span, out long value)
+                    ? WriteIntegerAsync(connection, session, value)
+                    : connection.WriteAsync(s_notInteger)).ConfigureAwait(false);
+                break;
+            case RespCommand.Del or RespCommand.Exists when count >= 2:
+                await WriteIntegerAsync(connection, session, CountKeys(request, arguments, count, delete: command == RespCommand.Del)).ConfigureAwait(false);
+                break;
+            case RespCommand.Config:
+                await WriteConfigAsync(connection, request, arguments, count).ConfigureAwait(false);
+                break;
+            case RespCommand.Command:
+                // redis-cli asks for the commands' documentation as it starts; an empty list leaves it without hints.
+                await connection.WriteAsync(s_emptyArray).ConfigureAwait(false);
+                break;
+            case RespCommand.Quit:
+                await connection.WriteAsync(s_ok).ConfigureAwait(false);
+                return false;
+            case RespCommand.Unknown:
+                await WriteUnknownCommandAsync(connection, session, Argument(request, arguments, 0)).ConfigureAwait(false);
+                break;
+            default:
+                await connection.WriteAsync(s_wrongArguments).ConfigureAwait(false);
+                break;
+        }
+
+        return true;
+    }
+
+    private static RespCommand Identify(ReadOnlySpan<byte> name) => name.Length switch
+    {
+        3 when Ascii.EqualsIgnoreCase(name, "GET"u8) => RespCommand.Get,
+        3 when Ascii.EqualsIgnoreCase(name, "SET"u8) => RespCommand.Set,
+        3 when Ascii.EqualsIgnoreCase(name, "DEL"u8) => RespCommand.Del,
+        4 when Ascii.EqualsIgnoreCase(name, "PING"u8) => RespCommand.Ping,
+        4 when Ascii.EqualsIgnoreCase(name, "INCR"u8) => RespCommand.Incr,
+        4 when Ascii.EqualsIgnoreCase(name, "ECHO"u8) => RespCommand.Echo,
+        4 when Ascii.EqualsIgnoreCase(name, "QUIT"u8) => RespCommand.Quit,
+        6 when Ascii.EqualsIgnoreCase(name, "EXISTS"u8) => RespCommand.Exists,
+        6 when Ascii.EqualsIgnoreCase(name, "CONFIG"u8) => RespCommand.Config,
+        7 when Ascii.EqualsIgnoreCase(name, "COMMAND"u8) => RespCommand.Command,
+        _ => RespCommand.Unknown,
+    };
+
+    private static ReadOnlyMemory<byte> Argument(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int index)
+        => request.Slice(arguments[index].Start, arguments[index].Length);
+
+    /// <summary>DEL or EXISTS: how many of the keys were there (and are now removed, for DEL).</summary>
+    private long CountKeys(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count, bool delete)
+    {
+        long found = 0;
+        for (int i = 1; i < count; i++)
+        {
+            ReadOnlySpan<byte> key = Argument(request, arguments, i).Span;
+            found += (delete ? _store.Remove(key) : _store.Contains(key)) ? 1 : 0;
+        }
+
+        return found;
+    }
+
+    /// <summary>CONFIG GET, for the two settings redis-benchmark reads as it starts; anything else is an empty list.</summary>
+    private static ValueTask WriteConfigAsync(TcpConnection connection, ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count)
+    {
+        if (count != 3 || !Ascii.EqualsIgnoreCase(request.Span.Slice(arguments[1].Start, arguments[1].Length), "GET"u8))
+        {
+            return connection.WriteAsync(count < 2 ? s_wrongArguments : s_syntax);
+        }
+
+        ReadOnlySpan<byte> parameter = request.Span.Slice(arguments[2].Start, arguments[2].Length);
+        return connection.WriteAsync(
+            Ascii.EqualsIgnoreCase(parameter, "save"u8) ? s_configSave
+            : Ascii.EqualsIgnoreCase(parameter, "appendonly"u8) ? s_configAppendOnly
+            : s_emptyArray);
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private static async ValueTask WriteBulkAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> value)
+    {
+        session.Header[0] = (byte)'$';
+        Utf8Formatter.TryFormat(value.Length, session.Header.AsSpan(1), out int written);
+        session.Header[written + 1] = (byte)'\r';
+        session.Header[written + 2] = (byte)'\n';
+        await connection.WriteAsync(session.Header.AsMemory(0, written + 3)).ConfigureAwait(false);
+        await connection.WriteAsync(value).ConfigureAwait(false);
+        await connection.WriteAsync(s_crlf).ConfigureAwait(false);
+    }
+
+    private static ValueTask WriteIntegerAsync(TcpConnection connection, RespSession session, long value)
+    {
+        session.Header[0] = (byte)':';
+        Utf8Formatter.TryFormat(value, session.Header.AsSpan(1), out int written);
+        session.Header[written + 1] = (byte)'\r';
+        session.Header[written + 2] = (byte)'\n';
+        return connection.WriteAsync(session.Header.AsMemory(0, written + 3));
+    }
+
+    /// <summary>The error for a command this server does not have, naming it with its printable characters only.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private static async ValueTask WriteUnknownCommandAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> name)
+    {
+        await connection.WriteAsync(s_unknownCommand).ConfigureAwait(false);
+        int length = Math.Min(name.Length, session.Value.Length);
+        Span<byte> printable = session.Value.AsSpan(0, length);
+        name.Span[..length].CopyTo(printable);
+        foreach (ref byte character in printable)
+        {
+            if (character is < 0x20 or > 0x7e or (byte)'\'')
+            {
+                character = (byte)'?';
+            }
+        }
+
+        await connection.WriteAsync(session.Value.AsMemory(0, length)).ConfigureAwait(false);
+        await connection.WriteAsync(s_unknownCommandEnd).ConfigureAwait(false);
+    }
+}

@@ -1,0 +1,173 @@
+using System.Buffers.Text;
+
+namespace SocketServers.Resp;
+
+/// <summary>
+/// Reads one RESP2 request from the start of a buffer: an array of bulk strings (<c>*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n</c>),
+/// as clients send, or an inline command (<c>PING\r\n</c>), as typed into telnet. It allocates nothing: the arguments are
+/// offsets into the input.
+/// </summary>
+internal static class RespRequestParser
+{
+    /// <summary>The longest array or bulk header line (<c>$1048576</c> is 8 bytes); a longer one is not RESP.</summary>
+    public const int MaxHeaderLine = 32;
+
+    /// <summary>The most elements a request array may declare.</summary>
+    public const int MaxArrayLength = 1024 * 1024;
+
+    /// <summary>Parses the request at the start of <paramref name="input"/>.</summary>
+    /// <param name="input">The bytes received and not yet consumed.</param>
+    /// <param name="arguments">Where the arguments' offsets and lengths in <paramref name="input"/> go.</param>
+    /// <param name="maxRequestSize">The longest request accepted, in bytes: the connection's receive buffer.</param>
+    /// <param name="consumed">The request's length, when <see cref="RespParseStatus.Complete"/> or
+    /// <see cref="RespParseStatus.TooManyArguments"/>.</param>
+    /// <param name="count">How many arguments the request has.</param>
+    /// <returns>What the input starts with.</returns>
+    public static RespParseStatus TryParse(ReadOnlySpan<byte> input, Span<(int Start, int Length)> arguments, int maxRequestSize, out int consumed, out int count)
+    {
+        consumed = 0;
+        count = 0;
+        if (input.IsEmpty)
+        {
+            return RespParseStatus.Incomplete;
+        }
+
+        if (input[0] != (byte)'*')
+        {
+            return TryParseInline(input, arguments, maxRequestSize, out consumed, out count);
+        }
+
+        RespParseStatus status = TryReadNumber(input, 0, out long elements, out int position);
+        if (status != RespParseStatus.Complete)
+        {
+            return status;
+        }
+
+        if (elements is < 0 or > MaxArrayLength)
+        {
+            return RespParseStatus.InvalidMultibulkLength;
+        }
+
+        for (int i = 0; i < elements; i++)
+        {
+            if (position >= input.Length)
+            {
+                return RespParseStatus.Incomplete;
+            }
+
+            if (input[position] != (byte)'$')
+            {
+                return RespParseStatus.ExpectedBulk;
+            }
+
+            status = TryReadNumber(input, position, out long length, out int start);
+            if (status != RespParseStatus.Complete)
+            {
+                return status == RespParseStatus.InvalidMultibulkLength ? RespParseStatus.InvalidBulkLength : status;
+            }
+
+            if (length < 0 || length > maxRequestSize)
+            {
+                return RespParseStatus.InvalidBulkLength;
+            }
+
+            long end = start + length + 2;
+            if (end > maxRequestSize)
+            {
+                return RespParseStatus.RequestTooLarge;
+            }
+
+            if (end > input.Length)
+            {
+                return RespParseStatus.Incomplete;
+            }
+
+            if (input[(int)end - 2] != (byte)'\r' || input[(int)end - 1] != (byte)'\n')
+            {
+                return RespParseStatus.UnterminatedBulk;
+            }
+
+            if (i < arguments.Length)
+            {
+                arguments[i] = (start, (int)length);
+            }
+
+            position = (int)end;
+        }
+
+        consumed = position;
+        count = (int)elements;
+        return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
+    }
+
+    /// <summary>Reads the number after the type byte at <paramref name="at"/>, up to its CRLF.</summary>
+    /// <returns><see cref="RespParseStatus.Complete"/>, <see cref="RespParseStatus.Incomplete"/>,
+    /// <see cref="RespParseStatus.UnterminatedLine"/>, or <see cref="RespParseStatus.InvalidMultibulkLength"/> for a line
+    /// that is not a number.</returns>
+    private static RespParseStatus TryReadNumber(ReadOnlySpan<byte> input, int at, out long value, out int next)
+    {
+        value = 0;
+        next = 0;
+        ReadOnlySpan<byte> rest = input[(at + 1)..];
+        int end = rest[..Math.Min(rest.Length, MaxHeaderLine)].IndexOf((byte)'\r');
+        if (end < 0 || end + 1 >= rest.Length)
+        {
+            return rest.Length >= MaxHeaderLine ? RespParseStatus.UnterminatedLine : RespParseStatus.Incomplete;
+        }
+
+        if (rest[end + 1] != (byte)'\n')
+        {
+            return RespParseStatus.UnterminatedLine;
+        }
+
+        ReadOnlySpan<byte> digits = rest[..end];
+        if (digits.IsEmpty || !Utf8Parser.TryParse(digits, out value, out int used) || used != digits.Length)
+        {
+            return RespParseStatus.InvalidMultibulkLength;
+        }
+
+        next = at + 1 + end + 2;
+        return RespParseStatus.Complete;
+    }
+
+    /// <summary>An inline command: words separated by spaces, ended by LF (or CRLF).</summary>
+    private static RespParseStatus TryParseInline(ReadOnlySpan<byte> input, Span<(int Start, int Length)> arguments, int maxRequestSize, out int consumed, out int count)
+    {
+        consumed = 0;
+        count = 0;
+        int lineEnd = input.IndexOf((byte)'\n');
+        if (lineEnd < 0)
+        {
+            return input.Length >= maxRequestSize ? RespParseStatus.UnterminatedLine : RespParseStatus.Incomplete;
+        }
+
+        int textEnd = lineEnd > 0 && input[lineEnd - 1] == (byte)'\r' ? lineEnd - 1 : lineEnd;
+        int position = 0;
+        while (position < textEnd)
+        {
+            while (position < textEnd && input[position] is (byte)' ' or (byte)'\t')
+            {
+                position++;
+            }
+
+            int start = position;
+            while (position < textEnd && input[position] is not ((byte)' ' or (byte)'\t'))
+            {
+                position++;
+            }
+
+            if (position > start)
+            {
+                if (count < arguments.Length)
+                {
+                    arguments[count] = (start, position - start);
+                }
+
+                count++;
+            }
+        }
+
+        consumed = lineEnd + 1;
+        return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
+    }
+}

@@ -1,0 +1,210 @@
+using System.Buffers.Text;
+using System.Collections.Concurrent;
+using System.Diagnostics.CodeAnalysis;
+
+namespace SocketServers.Resp;
+
+/// <summary>
+/// The keys and values of the RESP sample, in memory, shared by every connection. Looked up by the bytes of a request
+/// without copying them; a value rewritten with one no longer than the old one is written in place, so that a steady
+/// load of SET, GET and INCR allocates nothing.
+/// </summary>
+/// <remarks>Thread-safe: each value has a lock, held only while its bytes are copied.</remarks>
+internal sealed class RespStore
+{
+    private readonly ConcurrentDictionary<byte[], Entry> _entries;
+    private readonly ConcurrentDictionary<byte[], Entry>.AlternateLookup<ReadOnlySpan<byte>> _byBytes;
+
+    public RespStore()
+    {
+        _entries = new ConcurrentDictionary<byte[], Entry>(KeyComparer.Instance);
+        _byBytes = _entries.GetAlternateLookup<ReadOnlySpan<byte>>();
+    }
+
+    /// <summary>Gets how many keys the store holds.</summary>
+    public int Count => _entries.Count;
+
+    /// <summary>Sets <paramref name="key"/> to <paramref name="value"/>.</summary>
+    public void Set(ReadOnlySpan<byte> key, ReadOnlySpan<byte> value)
+    {
+        while (true)
+        {
+            if (_byBytes.TryGetValue(key, out Entry? entry) && entry.TrySet(value))
+            {
+                return;
+            }
+
+            if (entry is null && _byBytes.TryAdd(key, new Entry(value)))
+            {
+                return;
+            }
+
+            // Removed, or added by another connection, meanwhile: look again.
+        }
+    }
+
+    /// <summary>Copies the value of <paramref name="key"/> into <paramref name="destination"/>, grown if need be.</summary>
+    /// <returns>The value's length, or -1 when there is no such key.</returns>
+    public int CopyTo(ReadOnlySpan<byte> key, ref byte[] destination)
+        => _byBytes.TryGetValue(key, out Entry? entry) ? entry.CopyTo(ref destination) : -1;
+
+    /// <summary>Gets whether <paramref name="key"/> is there.</summary>
+    public bool Contains(ReadOnlySpan<byte> key) => _byBytes.ContainsKey(key);
+
+    /// <summary>Removes <paramref name="key"/>.</summary>
+    /// <returns>Whether it was there.</returns>
+    public bool Remove(ReadOnlySpan<byte> key)
+    {
+        if (!_byBytes.TryRemove(key, out _, out Entry? entry))
+        {
+            return false;
+        }
+
+        entry.MarkRemoved();
+        return true;
+    }
+
+    /// <summary>Adds 1 to the integer <paramref name="key"/> holds (0 when absent).</summary>
+    /// <returns>Whether the value was an integer that could be incremented; the new value in <paramref name="result"/>.</returns>
+    public bool TryIncrement(ReadOnlySpan<byte> key, out long result)
+    {
+        Span<byte> initial = stackalloc byte[1];
+        while (true)
+        {
+            if (_byBytes.TryGetValue(key, out Entry? entry))
+            {
+                switch (entry.TryIncrement(out result))
+                {
+                    case IncrementOutcome.Done:
+                        return true;
+                    case IncrementOutcome.NotAnInteger:
+                        return false;
+                }
+
+                continue; // Removed meanwhile.
+            }
+
+            initial[0] = (byte)'1';
+            if (_byBytes.TryAdd(key, new Entry(initial)))
+            {
+                result = 1;
+                return true;
+            }
+        }
+    }
+
+    private enum IncrementOutcome
+    {
+        Done,
+        NotAnInteger,
+        Removed,
+    }
+
+    /// <summary>One value: its bytes in a buffer that a value no longer than it reuses.</summary>
+    private sealed class Entry
+    {
+        private readonly Lock _lock = new();
+
+        // Guarded by _lock.
+        private byte[] _bytes;
+        private int _length;
+        private bool _removed;
+
+        public Entry(ReadOnlySpan<byte> value)
+        {
+            _bytes = value.ToArray();
+            _length = value.Length;
+        }
+
+        /// <returns>Whether it was set: not once removed.</returns>
+        public bool TrySet(ReadOnlySpan<byte> value)
+        {
+            lock (_lock)
+            {
+                if (_removed)
+                {
+                    return false;
+                }
+
+                if (value.Length > _bytes.Length)
+                {
+                    _bytes = new byte[value.Length];
+                }
+
+                value.CopyTo(_bytes);
+                _length = value.Length;
+                return true;
+            }
+        }
+
+        public int CopyTo(ref byte[] destination)
+        {
+            lock (_lock)
+            {
+                if (destination.Length < _length)
+                {
+                    destination = new byte[Math.Max(_length, 2 * destination.Length)];
+                }
+
+                _bytes.AsSpan(0, _length).CopyTo(destination);
+                return _length;
+            }
+        }
+
+        public IncrementOutcome TryIncrement(out long result)
+        {
+            lock (_lock)
+            {
+                result = 0;
+                if (_removed)
+                {
+                    return IncrementOutcome.Removed;
+                }
+
+                ReadOnlySpan<byte> text = _bytes.AsSpan(0, _length);
+                if (text.IsEmpty || !Utf8Parser.TryParse(text, out long value, out int used) || used != text.Length || value == long.MaxValue)
+                {
+                    return IncrementOutcome.NotAnInteger;
+                }
+
+                result = value + 1;
+                if (_bytes.Length < 20)
+                {
+                    _bytes = new byte[20];
+                }
+
+                Utf8Formatter.TryFormat(result, _bytes, out _length);
+                return IncrementOutcome.Done;
+            }
+        }
+
+        public void MarkRemoved()
+        {
+            lock (_lock)
+            {
+                _removed = true;
+            }
+        }
+    }
+
+    /// <summary>Compares keys by their bytes, and byte arrays with the spans of a request.</summary>
+    private sealed class KeyComparer : IEqualityComparer<byte[]>, IAlternateEqualityComparer<ReadOnlySpan<byte>, byte[]>
+    {
+        public static KeyComparer Instance { get; } = new();
+
+        public bool Equals(byte[]? x, byte[]? y) => x is null ? y is null : y is not null && x.AsSpan().SequenceEqual(y);
+
+        public int GetHashCode([DisallowNull] byte[] obj) => GetHashCode((ReadOnlySpan<byte>)obj);
+
+        public bool Equals(ReadOnlySpan<byte> alternate, byte[] other) => alternate.SequenceEqual(other);
+
+        public int GetHashCode(ReadOnlySpan<byte> alternate)
+        {
+            var hash = new HashCode();
+            hash.AddBytes(alternate);
+            return hash.ToHashCode();
+        }
+
+        public byte[] Create(ReadOnlySpan<byte> alternate) => alternate.ToArray();
+    }
+}

@@ -1,0 +1,45 @@
+using System.Net;
+
+namespace SocketServers;
+
+/// <summary>One TCP connection as a <see cref="TcpConnectionHandler"/> sees it: who it is with, the state the handler
+/// keeps for it, and the writes, flush and close of its replies.</summary>
+/// <remarks>
+/// <see cref="WriteAsync"/> and <see cref="FlushAsync"/> are for the handler's calls for this connection, one at a time;
+/// <see cref="Close"/> and the properties may be used from any thread.
+/// </remarks>
+public abstract class TcpConnection
+{
+    private protected TcpConnection()
+    {
+    }
+
+    /// <summary>Gets the connection's number, unique within its server, as log lines show it.</summary>
+    public abstract long Id { get; }
+
+    /// <summary>Gets the client's address and port, or <see langword="null"/> if the socket could not say.</summary>
+    public abstract EndPoint? RemoteEndPoint { get; }
+
+    /// <summary>Gets or sets what the handler keeps for this connection (a parser's state, a session); <see langword="null"/>
+    /// at first. The server never reads it.</summary>
+    public object? State { get; set; }
+
+    /// <summary>Writes <paramref name="data"/> to the connection: copies it to the send buffer, which is sent when it
+    /// fills, when the handler's call returns, or on <see cref="FlushAsync"/>.</summary>
+    /// <param name="data">The bytes; the caller may reuse them once the task has completed.</param>
+    /// <returns>A task that completes, most often at once, when the bytes are buffered or sent; it waits while the
+    /// kernel's send buffer is full, which is the backpressure on a client that does not read.</returns>
+    /// <exception cref="ObjectDisposedException">The connection has closed.</exception>
+    /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
+    public abstract ValueTask WriteAsync(ReadOnlyMemory<byte> data);
+
+    /// <summary>Sends what has been written and not sent yet.</summary>
+    /// <returns>A task that completes when the kernel has taken every byte.</returns>
+    /// <exception cref="ObjectDisposedException">The connection has closed.</exception>
+    /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
+    public abstract ValueTask FlushAsync();
+
+    /// <summary>Closes the connection once the current call has returned: what was written is sent, the stream ends,
+    /// and nothing more the client sends is handled. Calling it again, or after the connection closed, does nothing.</summary>
+    public abstract void Close();
+}

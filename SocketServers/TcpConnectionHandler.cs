@@ -1,0 +1,51 @@
+namespace SocketServers;
+
+/// <summary>
+/// A protocol over TCP for a <see cref="TcpServer"/>: it is told of each connection, handles the bytes each one receives,
+/// and writes replies to it.
+/// </summary>
+/// <remarks>
+/// <para>
+/// One handler serves every connection of a server; what belongs to one connection goes in its
+/// <see cref="TcpConnection.State"/>. Calls for one connection come one at a time, in order, each after the task of the
+/// one before has completed, on thread-pool threads; calls for different connections run at once. A call may await
+/// anything (a database, a timer) without holding a thread: the connection reads nothing more until it completes.
+/// </para>
+/// <para>
+/// Backpressure: what a call writes is sent before the connection reads again, and a write that finds the send
+/// buffer full waits until the kernel takes it. A client that does not read its replies therefore stops being read,
+/// and the server holds at most a receive and a send buffer for it.
+/// </para>
+/// </remarks>
+public abstract class TcpConnectionHandler
+{
+    /// <summary>Called once for each connection, before anything it sends is handled: set up its
+    /// <see cref="TcpConnection.State"/>, or greet the client. What it writes is sent when it completes.</summary>
+    /// <param name="connection">The new connection.</param>
+    /// <returns>A task that completes when the connection may be read.</returns>
+    public virtual ValueTask OnConnectedAsync(TcpConnection connection) => default;
+
+    /// <summary>Handles what the connection has received: any whole messages at the start of <paramref name="data"/>,
+    /// each of which it may reply to with <see cref="TcpConnection.WriteAsync"/>.</summary>
+    /// <param name="connection">The connection.</param>
+    /// <param name="data">The bytes received and not yet consumed, oldest first: what an earlier call left, then what
+    /// came since. Valid until the returned task completes.</param>
+    /// <returns>How many bytes from the start of <paramref name="data"/> it consumed, 0 to its length. The rest is
+    /// handed over again, with what comes next, at the following call; a message must fit in
+    /// <see cref="TcpServerOptions.BufferSize"/>, or the connection closes.</returns>
+    public abstract ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data);
+
+    /// <summary>Called when input ends with bytes no call consumed, a message the client began and did not finish: the
+    /// client ended its stream, or the server is stopping. What it writes is sent before the stream ends.</summary>
+    /// <param name="connection">The connection.</param>
+    /// <param name="unconsumed">The bytes left over; valid until the returned task completes.</param>
+    /// <returns>A task that completes when it is done.</returns>
+    public virtual ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed) => default;
+
+    /// <summary>Called once, last, when the connection has closed: release what its <see cref="TcpConnection.State"/>
+    /// holds. It must not throw or block.</summary>
+    /// <param name="connection">The connection, which can no longer be written to.</param>
+    public virtual void OnClosed(TcpConnection connection)
+    {
+    }
+}

@@ -1,0 +1,20 @@
+namespace SocketServers;
+
+/// <summary>
+/// A protocol over UDP for a <see cref="UdpServer"/>: answers each datagram, in place, with a reply of any length up to
+/// <see cref="UdpServerOptions.MaxDatagramSize"/>, or none.
+/// </summary>
+/// <remarks>
+/// One handler serves every datagram of a server, called from its receive threads (or its reply block) at once, so
+/// it keeps no per-datagram state in fields. It runs on the thread that received the datagram and the reply is sent
+/// as it returns: it must not block. Datagrams that could start an endless exchange with another service are dropped
+/// before a handler sees them.
+/// </remarks>
+public abstract class UdpDatagramHandler
+{
+    /// <summary>Answers one datagram: writes the reply into <see cref="UdpDatagram.Buffer"/>, which starts with the
+    /// datagram itself, and returns its length.</summary>
+    /// <param name="datagram">The datagram, the buffer for the reply and the sender; valid during the call only.</param>
+    /// <returns>The reply's length, from 0 (no reply) to the buffer's length.</returns>
+    public abstract int OnDatagram(UdpDatagram datagram);
+}

@@ -1,0 +1,385 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using SocketServers.Internal;
+
+namespace SocketServers;
+
+/// <summary>
+/// A UDP server for a protocol of the user's: a <see cref="UdpDatagramHandler"/> answers every datagram, and the reply
+/// goes back to its sender. <see cref="UdpEchoServer"/> is the one whose handler echoes.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Every datagram is received into the buffer of a pooled <see cref="SocketAsyncEventArgs"/>, handed to the handler,
+/// and the reply the handler writes there is sent from it; <see cref="UdpServerOptions.Processing"/> chooses how:
+/// </para>
+/// <list type="bullet">
+/// <item><description><see cref="UdpProcessing.ReceiveThreads"/> (the default):
+/// <see cref="UdpServerOptions.ConcurrentReceives"/> dedicated threads (by default one per processor but one) each receive
+/// a datagram with a blocking receive, send the reply and receive again. A burst waits in the socket's receive buffer,
+/// and the kernel drops what does not fit, as UDP does.</description></item>
+/// <item><description><see cref="UdpProcessing.ReplyBlock"/>: that many asynchronous receives are outstanding
+/// at once. A received datagram goes, with its args, into a bounded <see cref="System.Threading.Tasks.Dataflow.ActionBlock{TInput}"/>
+/// that sends the reply from the args' buffer and returns it to the pool. When
+/// <see cref="UdpServerOptions.MaxPendingDatagrams"/> replies wait, the receives wait too and the kernel
+/// drops what does not fit in the socket buffer.</description></item>
+/// </list>
+/// <para>
+/// The receives share one socket, so the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/> on
+/// Linux each has a socket of its own on the port (see <see cref="UdpServerOptions.ConcurrentReceives"/>), and each
+/// reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger
+/// than <see cref="UdpServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
+/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
+/// </para>
+/// <para>
+/// Datagrams that could start an endless exchange with another echo service (CVE-2024-2169) are dropped the same way:
+/// those from a source port below <see cref="UdpServerOptions.FirstUnprivilegedPort"/>, where system services
+/// answer, unless <see cref="UdpServerOptions.AllowPrivilegedSourcePorts"/> is set; those from this server's own
+/// port or from <see cref="EchoServerOptions.DefaultPort"/>, where other instances of this server listen (so that two
+/// instances on one port number never answer each other); and, with
+/// <see cref="UdpServerOptions.MaxRepliesPerEndpointPerSecond"/> set, those over that many a second from one
+/// sender. Warnings about single datagrams (dropped, or a reply or receive that failed) are logged a few times a
+/// second at most for each kind, each line saying how many similar ones were suppressed since the last. ICMP errors
+/// caused by earlier replies (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/>
+/// and the like) are logged at Debug and receiving goes on.
+/// </para>
+/// <para>
+/// A receive that fails with an unexpected error, and a receive loop (or thread) that throws, are logged at Error,
+/// counted in the <c>echo.errors</c> metric, and the loop starts again after a short pause, unless the server is
+/// stopping: a failure that persists is not a busy loop, and the server keeps
+/// <see cref="UdpServerOptions.ConcurrentReceives"/> receives. A stop ends the pause at once. With
+/// <see cref="UdpProcessing.ReplyBlock"/>, a reply that throws is logged and counted, and the replies go on.
+/// </para>
+/// <para>
+/// In steady state an echoed datagram allocates nothing: each args keeps the endpoint that receives report the
+/// sender in and updates it in place, and the reply is sent synchronously to the socket address that endpoint
+/// keeps.
+/// </para>
+/// <para>
+/// On a wildcard address (<see cref="IPAddress.Any"/> or <see cref="IPAddress.IPv6Any"/>) each reply leaves from the
+/// address its datagram was sent to, on Linux, so that a client connected to that address reads it; elsewhere from the
+/// address the routes pick.
+/// </para>
+/// <para>Thread safety: every member may be called from any thread.</para>
+/// </remarks>
+public partial class UdpServer : EchoServer
+{
+    private readonly IPEndPoint _endPoint;
+    private readonly int _maxDatagramSize;
+    private readonly int _concurrentReceives;
+    private readonly int _maxPendingDatagrams;
+    private readonly int _maxRepliesPerEndpoint;
+    private readonly UdpProcessing _processing;
+    private readonly UdpDatagramHandler _handler;
+
+    // SO_RCVBUF to ask for; 0 for the system's.
+    private readonly int _receiveBufferSize;
+
+    // One, or with ReusePort on Linux one per receive.
+    private readonly int _socketCount;
+
+    // Bound to a wildcard address, where Linux lets replies leave from the address each datagram was sent to.
+    private readonly bool _replyFromDestination;
+
+    // Datagrams from source ports below this are dropped; 0 when every port is answered.
+    private readonly int _firstAnsweredPort;
+
+    // Counts replies per sender; null when there is no limit.
+    private readonly EndpointRateLimiter? _replyLimiter;
+
+    // Lines about replies that failed or threw: a few a second each.
+    private readonly LogRateLimiter _replyWarnings = new();
+    private readonly LogRateLimiter _replyFaults = new();
+
+    // The bound sockets (see _socketCount); set by StartCore before any receive starts.
+    private Socket[] _sockets = [];
+
+    // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
+    private int _ownPort;
+
+    // Completes when every receive loop (or thread) has ended and returned its args.
+    private Task _receiveLoops = Task.CompletedTask;
+
+    /// <summary>Creates a UDP server that answers datagrams with <paramref name="handler"/>; it does not bind until
+    /// <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="handler">What answers each datagram; called from several threads at once.</param>
+    /// <param name="logger">Where the server logs: start and stop at Information, ICMP reports and failed replies at
+    /// Debug, each reply at Trace, dropped datagrams and failures at Warning and Error; <see langword="null"/> for
+    /// nowhere.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
+    [SuppressMessage("ApiDesign", "RS0022", Justification = "EchoServer has no protected members for a subclass to reach.")]
+    public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
+        : this(options, handler, logger, faults: null, poolKind: "udp-args")
+    {
+    }
+
+    /// <summary>Creates a UDP server that meets the faults a test injects.</summary>
+    /// <param name="options">The settings, copied now.</param>
+    /// <param name="handler">What answers each datagram.</param>
+    /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
+    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
+    /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind)
+        : base(
+            options ?? throw new ArgumentNullException(nameof(options)),
+            bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
+            poolCapacity: options.Processing == UdpProcessing.ReplyBlock
+                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
+                : ReceivesFor(options),
+            poolKind,
+            logger,
+            faults)
+    {
+        ArgumentNullException.ThrowIfNull(handler);
+        _handler = handler;
+        _endPoint = options.EndPoint;
+        _maxDatagramSize = options.MaxDatagramSize;
+        _concurrentReceives = ReceivesFor(options);
+        _maxPendingDatagrams = options.MaxPendingDatagrams;
+        _processing = options.Processing;
+        _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
+        _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
+        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
+        _socketCount = SocketsFor(options);
+        _receiveBufferSize = options.ReceiveBufferSize;
+        _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
+    }
+
+    /// <inheritdoc/>
+    public override ProtocolType Protocol => ProtocolType.Udp;
+
+    /// <summary>How many receives the server makes: <see cref="UdpServerOptions.ConcurrentReceives"/>, or the
+    /// number it stands for.</summary>
+    internal int ConcurrentReceives => _concurrentReceives;
+
+    /// <summary>How many sockets the server has bound; 0 before it starts.</summary>
+    internal int SocketCount => Volatile.Read(ref _sockets).Length;
+
+    private protected override IPEndPoint StartCore()
+    {
+        Socket[] sockets = BindSockets(_socketCount);
+        var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
+        CreatePool(bound);
+        _ownPort = bound.Port;
+        _sockets = sockets;
+        try
+        {
+            _receiveLoops = Task.WhenAll(_processing == UdpProcessing.ReplyBlock ? StartReplyBlock(sockets) : StartReceiveThreads(sockets));
+        }
+        catch
+        {
+            // A thread that could not start: the server stays unstarted, so close the sockets now, which ends the
+            // loops already running (they find them closed and return their args).
+            CloseSockets();
+            _sockets = [];
+            throw;
+        }
+
+        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
+        return bound;
+    }
+
+    private protected override Task StopReceivingAsync()
+    {
+        // The stopping token is already cancelled. Datagrams already received are still answered.
+        if (_processing == UdpProcessing.ReplyBlock)
+        {
+            StopReplyBlock();
+        }
+        else
+        {
+            WakeReceiveThreads();
+        }
+
+        return Task.CompletedTask;
+    }
+
+    private protected override Task DrainAsync() => _processing == UdpProcessing.ReplyBlock ? ReplyBlockCompletion : _receiveLoops;
+
+    private protected override void Abort()
+    {
+        Logger.UdpGracePeriodOver(LocalEndPoint);
+        CloseSockets();
+    }
+
+    private protected override async Task CloseAsync()
+    {
+        // Closing the sockets completes the pending receives and wakes blocked ones; each loop then returns its args.
+        CloseSockets();
+        await _receiveLoops.ConfigureAwait(false);
+        DisposeReplyBlock();
+        Logger.UdpStopped(LocalEndPoint, Counters);
+    }
+
+    /// <summary>How many receives a server with <paramref name="options"/> makes: the options' number, but with
+    /// <see cref="UdpProcessing.ReplyBlock"/> one per socket.</summary>
+    /// <remarks>.NET's socket engine completes one socket's asynchronous receives one at a time, and keeps an operation
+    /// for only one of them pending: every further one pending on the socket allocates another.</remarks>
+    private static int ReceivesFor(UdpServerOptions options)
+        => options.Processing == UdpProcessing.ReplyBlock ? SocketsFor(options) : options.EffectiveConcurrentReceives;
+
+    /// <summary>How many sockets a server with <paramref name="options"/> binds: one for all its receives, unless
+    /// <see cref="EchoServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>
+    /// <remarks>Sockets of one port spread over by the kernel (SO_REUSEPORT) are open to any later socket of the same
+    /// user that asks for it too; without ReusePort the port must stay this server's alone, so one socket.</remarks>
+    internal static int SocketsFor(UdpServerOptions options)
+        => options.ReusePort && OperatingSystem.IsLinux() ? options.EffectiveConcurrentReceives : 1;
+
+    /// <summary>Binds and sets up the server's <paramref name="count"/> sockets, which share the port when there are
+    /// several; a failure leaves none open.</summary>
+    private Socket[] BindSockets(int count)
+    {
+        var sockets = new Socket[count];
+        int bound = 0;
+        try
+        {
+            IPEndPoint endPoint = _endPoint;
+            for (; bound < count; bound++)
+            {
+                Socket socket = sockets[bound] = BindSocket(endPoint);
+                endPoint = (IPEndPoint)socket.LocalEndPoint!;
+                if (_replyFromDestination)
+                {
+                    PacketInfoSocket.ReportDestinations(socket);
+                }
+
+                if (_receiveBufferSize > 0)
+                {
+                    socket.ReceiveBufferSize = _receiveBufferSize;
+                }
+            }
+
+            return sockets;
+        }
+        catch
+        {
+            foreach (Socket socket in sockets.AsSpan(0, bound))
+            {
+                socket.Dispose();
+            }
+
+            throw;
+        }
+    }
+
+    private void CloseSockets()
+    {
+        foreach (Socket socket in _sockets)
+        {
+            socket.Dispose();
+        }
+    }
+
+    /// <summary>Has the handler answer the datagram in <paramref name="args"/>, and sends its reply back to the sender from
+    /// <paramref name="socket"/>, and on a wildcard address from the address the datagram was sent to.</summary>
+    /// <param name="socket">The socket the datagram came in on.</param>
+    /// <param name="args">The args holding the datagram in its buffer.</param>
+    /// <param name="length">The datagram's length; on return, the reply's (0 for none).</param>
+    /// <returns>What the handler or the send threw, or <see langword="null"/> when it succeeded.</returns>
+    private Exception? TryReply(Socket socket, PooledSocketArgs args, ref int length)
+    {
+        if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
+        {
+            // No sender could be read (see ReusableIPEndPoint.Create): nobody to answer.
+            return new SocketException((int)SocketError.AddressNotAvailable);
+        }
+
+        try
+        {
+            length = _handler.OnDatagram(new UdpDatagram(args.OwnBuffer.AsSpan(0, _maxDatagramSize), length, args.RemoteEndPoint!));
+            if ((uint)length > (uint)_maxDatagramSize)
+            {
+                int invalid = length;
+                length = 0;
+                return new InvalidOperationException($"{_handler.GetType().Name}.OnDatagram returned {invalid}, not a reply length from 0 to {_maxDatagramSize}.");
+            }
+
+            if (length == 0)
+            {
+                return null;
+            }
+
+            // A synchronous send: a datagram socket takes the datagram or fails at once (it waits only while its
+            // send buffer is full), and to the address the receive left in the args' endpoint, already serialized.
+            ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
+            if (args.RemoteEndPoint is ReusableIPEndPoint sender)
+            {
+                if (!_replyFromDestination)
+                {
+                    socket.SendTo(datagram, SocketFlags.None, sender.SocketAddress);
+                }
+                else if (PacketInfoSocket.Send(socket, datagram, sender.SocketAddress, args.ReplySource) is var error and not SocketError.Success)
+                {
+                    return new SocketException((int)error);
+                }
+            }
+            else
+            {
+                // A sender the reusable endpoint could not take in place (see ReusableIPEndPoint.Create).
+                socket.SendTo(datagram, SocketFlags.None, args.RemoteEndPoint!);
+            }
+
+            return null;
+        }
+        catch (Exception ex)
+        {
+            return ex;
+        }
+    }
+
+    /// <summary>Counts and logs a finished reply and returns its args to the pool.</summary>
+    private void EndReply(PooledSocketArgs args, int length, Exception? exception)
+    {
+        try
+        {
+            if (exception is null)
+            {
+                Count.Echoed(length);
+                if (Logger.IsEnabled(LogLevel.Trace))
+                {
+                    Logger.DatagramEchoed(length, SenderOf(args));
+                }
+            }
+            else
+            {
+                CountDatagramDropped(DroppedReplyFailed);
+                switch (exception)
+                {
+                    case SocketException socketException:
+                        if (Logger.IsEnabled(LogLevel.Debug))
+                        {
+                            Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
+                        }
+                        break;
+                    case ObjectDisposedException:
+                        // The socket was closed at the end of the stop grace period.
+                        break;
+                    default:
+                        if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
+                        {
+                            Logger.ReplyFailed(
+                                exception,
+                                SenderOf(args),
+                                LogRateLimiter.SuppressedNote(suppressed));
+                        }
+                        break;
+                }
+            }
+        }
+        finally
+        {
+            Pool.Release(args.Slot);
+        }
+    }
+
+    /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
+    /// the args' own endpoint changes with its next receive.</summary>
+    private static IPEndPoint? SenderOf(PooledSocketArgs args) => args.RemoteEndPoint switch
+    {
+        ReusableIPEndPoint reusable => reusable.Snapshot(),
+        var other => other as IPEndPoint,
+    };
+}
