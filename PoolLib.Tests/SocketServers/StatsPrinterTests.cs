@@ -54,6 +54,26 @@ public sealed class StatsPrinterTests
         Assert.That(lines, Has.Member("stats: test.stats_printer.histogram{} count 2 sum 4 per_second 1.0"));
     }
 
+    // pool.use_time is recorded on every rental, so on every echoed message; the printer builds a key string per record.
+    [Test]
+    public void Print_AfterPoolRentals_ShowsThePoolsInstrumentsButNotItsPerRentalHistogram()
+    {
+        string name = $"stats-printer-{Guid.NewGuid():N}";
+        using var output = new StringWriter(CultureInfo.InvariantCulture);
+        using var printer = new StatsPrinter(output, every: null);
+        using Pool<object> pool = Pool.Create(new PoolOptions { MaxCapacity = 1, Name = name }, () => new object());
+        for (int i = 0; i < 3; i++)
+        {
+            pool.Release(pool.TakeSlot());
+        }
+
+        printer.Print(collectFirst: false);
+
+        string[] lines = output.ToString().Split('\n');
+        Assert.That(lines, Has.Some.StartsWith($"stats: pool.create_time{{pool.name={name}}} count 1 "), "the printer listens to the pool's meter");
+        Assert.That(lines, Has.None.Contains("pool.use_time"));
+    }
+
     [Test]
     public void Print_Always_EndsWithTheHeapAfterTheAllocatedBytes()
     {

@@ -32,6 +32,9 @@ internal sealed class StatsPrinter : IDisposable
 
     private static readonly string[] s_meters = ["SocketServers", "PoolLib"];
 
+    // Recorded on every rental, so on every message: a record here builds a key string, which the echo path must not pay.
+    private static readonly string[] s_perRental = ["pool.use_time"];
+
     private readonly MeterListener _listener = new();
     private readonly Lock _lock = new();
 
@@ -66,7 +69,7 @@ internal sealed class StatsPrinter : IDisposable
         _previousTimestamp = _time.GetTimestamp();
         _listener.InstrumentPublished = (instrument, listener) =>
         {
-            if (s_meters.Contains(instrument.Meter.Name))
+            if (s_meters.Contains(instrument.Meter.Name) && !s_perRental.Contains(instrument.Name))
             {
                 listener.EnableMeasurementEvents(instrument);
             }
