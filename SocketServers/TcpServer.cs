@@ -30,7 +30,7 @@ namespace SocketServers;
 /// </para>
 /// <para>
 /// An accept that fails is logged and tried again after a short pause. The accept loop and the sweep, if they throw,
-/// are logged at Error, counted in the <c>echo.errors</c> metric and started again after the same pause. A handler that
+/// are logged at Error, counted in the <c>socketservers.errors</c> metric and started again after the same pause. A handler that
 /// throws closes its connection, with a warning.
 /// </para>
 /// <para>Thread safety: every member may be called from any thread.</para>

@@ -11,7 +11,7 @@ namespace SocketServers;
 /// the rest are counted, metered with their reason and warned about.</summary>
 public partial class UdpServer
 {
-    // The reason an echo.datagrams.dropped measurement carries, one for each way a datagram goes unanswered.
+    // The reason an socketservers.dropped_datagrams measurement carries, one for each way a datagram goes unanswered.
     private const string DroppedTooLarge = "too_large";
     private const string DroppedFromPrivilegedPort = "privileged_port";
     private const string DroppedFromEchoServerPort = "echo_server_port";
@@ -132,7 +132,7 @@ public partial class UdpServer
     }
 
     /// <summary>Counts a datagram that is not answered: in <see cref="EchoServerCounters.Drops"/>, and in the
-    /// meter's echo.datagrams.dropped with <paramref name="reason"/>.</summary>
+    /// meter's socketservers.dropped_datagrams with <paramref name="reason"/>.</summary>
     private void CountDatagramDropped(string reason)
     {
         Count.Dropped();

@@ -47,7 +47,7 @@ namespace SocketServers;
 /// </para>
 /// <para>
 /// A receive that fails with an unexpected error, and a receive loop (or thread) that throws, are logged at Error,
-/// counted in the <c>echo.errors</c> metric, and the loop starts again after a short pause, unless the server is
+/// counted in the <c>socketservers.errors</c> metric, and the loop starts again after a short pause, unless the server is
 /// stopping: a failure that persists is not a busy loop, and the server keeps
 /// <see cref="UdpServerOptions.ConcurrentReceives"/> receives. A stop ends the pause at once. With
 /// <see cref="UdpProcessing.ReplyBlock"/>, a reply that throws is logged and counted, and the replies go on.

@@ -60,7 +60,7 @@ public sealed partial class ProgramTests
                 stats.Add(line);
             }
 
-            Assert.That(stats, Has.One.StartsWith($"stats: echo.bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100 per_second "));
+            Assert.That(stats, Has.One.StartsWith($"stats: socketservers.sent_bytes{{network.transport=tcp,server.address=127.0.0.1,server.port={tcp.Port}}} 100 per_second "));
             Assert.That(stats.First(line => line.StartsWith("stats: ", StringComparison.Ordinal)), Does.Match(@"^stats: time \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z interval_seconds \d+\.\d{3}$"));
             Assert.That(stats, Has.Member($"stats: pool.objects.max{{pool.name=tcp-echo-args@{tcp}}} 1000"));
             Assert.That(stats, Has.One.Matches(@"^stats: process\.allocated_bytes [1-9]\d* by_stats 0$"), "the first printout, with nothing printed before it");

@@ -59,9 +59,9 @@ public sealed partial class TcpEchoServerTests
         Volatile.Write(ref failing, 0);
         Assert.That(await waiting.ReadEndAsync(cancellationToken), Is.Zero, "once accepts work again, the waiting client is rejected");
         Assert.That(server.Counters.Rejected, Is.EqualTo(2));
-        var errors = meter.Recorded("echo.errors");
+        var errors = meter.Recorded("socketservers.errors");
         Assert.That(errors, Is.Not.Empty);
-        Assert.That(errors.Select(error => error.Tags["echo.operation"]), Is.All.EqualTo("accept"));
+        Assert.That(errors.Select(error => error.Tags["socketservers.operation"]), Is.All.EqualTo("accept"));
         Assert.That(errors.Select(error => error.Tags["error.type"]), Is.All.EqualTo(nameof(SocketError.TooManyOpenSockets)));
     }
 
@@ -126,9 +126,9 @@ public sealed partial class TcpEchoServerTests
 
     private static void AssertOneErrorMetered(EchoMeterReader meter, string operation, string errorType)
     {
-        var errors = meter.Recorded("echo.errors");
+        var errors = meter.Recorded("socketservers.errors");
         Assert.That(errors, Has.Count.EqualTo(1));
-        Assert.That(errors[0].Tags["echo.operation"], Is.EqualTo(operation));
+        Assert.That(errors[0].Tags["socketservers.operation"], Is.EqualTo(operation));
         Assert.That(errors[0].Tags["error.type"], Is.EqualTo(errorType));
         Assert.That(errors[0].Tags["network.transport"], Is.EqualTo("tcp"));
     }

@@ -23,17 +23,17 @@ public sealed partial class TcpEchoServerTests
         await WaitForIdleAsync(server, cancellationToken);
         Dictionary<string, double> afterwards = meter.Observe();
 
-        Assert.That(whileFull["echo.connections.active"], Is.EqualTo(1));
+        Assert.That(whileFull["socketservers.active_connections"], Is.EqualTo(1));
         if (OperatingSystem.IsLinux())
         {
-            Assert.That(whileFull["echo.connections.queued"], Is.EqualTo(1), "the second client waits in the backlog");
+            Assert.That(whileFull["socketservers.queued_connections"], Is.EqualTo(1), "the second client waits in the backlog");
         }
 
-        Assert.That(afterwards["echo.connections.active"], Is.Zero);
-        Assert.That(afterwards["echo.messages"], Is.EqualTo(server.Counters.MessagesEchoed).And.EqualTo(2));
-        Assert.That(afterwards["echo.bytes"], Is.EqualTo(server.Counters.BytesEchoed).And.EqualTo(6));
-        Assert.That(afterwards["echo.connections.rejected"], Is.Zero);
-        Assert.That(meter.Recorded("echo.connection.duration"), Has.Count.EqualTo(2));
-        Assert.That(meter.Recorded("echo.connection.duration").Select(m => m.Tags["network.transport"]), Is.All.EqualTo("tcp"));
+        Assert.That(afterwards["socketservers.active_connections"], Is.Zero);
+        Assert.That(afterwards["socketservers.messages"], Is.EqualTo(server.Counters.MessagesEchoed).And.EqualTo(2));
+        Assert.That(afterwards["socketservers.sent_bytes"], Is.EqualTo(server.Counters.BytesEchoed).And.EqualTo(6));
+        Assert.That(afterwards["socketservers.rejected_connections"], Is.Zero);
+        Assert.That(meter.Recorded("socketservers.connection.duration"), Has.Count.EqualTo(2));
+        Assert.That(meter.Recorded("socketservers.connection.duration").Select(m => m.Tags["network.transport"]), Is.All.EqualTo("tcp"));
     }
 }

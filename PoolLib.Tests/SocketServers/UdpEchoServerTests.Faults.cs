@@ -94,10 +94,10 @@ public sealed partial class UdpEchoServerTests
             double[] cores = await ProcessCpu.CoresUsedPerWindowAsync(window, Windows, cancellationToken);
 
             Assert.That(cores.Min(), Is.LessThan(0.3), $"the process kept {string.Join(", ", cores.Select(used => used.ToString("F2")))} cores busy in windows of {window.TotalSeconds} s with a receive that keeps failing");
-            var errors = meter.Recorded("echo.errors");
+            var errors = meter.Recorded("socketservers.errors");
             Assert.That(errors, Is.Not.Empty);
             Assert.That(errors.Select(error => error.Tags["error.type"]), Is.All.EqualTo(nameof(SocketError.NoBufferSpaceAvailable)));
-            Assert.That(errors.Select(error => error.Tags["echo.operation"]), Is.All.EqualTo("receive"));
+            Assert.That(errors.Select(error => error.Tags["socketservers.operation"]), Is.All.EqualTo("receive"));
             Volatile.Write(ref failing, 0);
             await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
         }
@@ -119,7 +119,7 @@ public sealed partial class UdpEchoServerTests
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
 
         Assert.That(server.IsRunning, Is.True);
-        var errors = meter.Recorded("echo.errors");
+        var errors = meter.Recorded("socketservers.errors");
         Assert.That(errors, Has.Count.EqualTo(1));
         Assert.That(errors[0].Tags["error.type"], Is.EqualTo(typeof(InvalidOperationException).FullName));
         FakeLogRecord[] logged = [.. logger.Records.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error)];
@@ -256,7 +256,7 @@ public sealed partial class UdpEchoServerTests
 
     private static void AssertOneDropMetered(EchoMeterReader meter, string reason)
     {
-        var dropped = meter.Recorded("echo.datagrams.dropped");
+        var dropped = meter.Recorded("socketservers.dropped_datagrams");
         Assert.That(dropped, Has.Count.EqualTo(1));
         Assert.That(dropped[0].Value, Is.EqualTo(1));
         Assert.That(dropped[0].Tags["reason"], Is.EqualTo(reason));

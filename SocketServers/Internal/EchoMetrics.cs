@@ -7,8 +7,7 @@ namespace SocketServers.Internal;
 
 /// <summary>
 /// The servers' one <see cref="Meter"/>, named <c>SocketServers</c>, and its instruments, named for any protocol in the
-/// style of Kestrel's (<c>socketservers.active_connections</c>), and again under the echo servers' first names
-/// (<c>echo.connections.active</c>). Every measurement carries <c>network.transport</c> (<c>tcp</c> or <c>udp</c>),
+/// style of Kestrel's (<c>socketservers.active_connections</c>). Every measurement carries <c>network.transport</c> (<c>tcp</c> or <c>udp</c>),
 /// <c>server.address</c> and <c>server.port</c>.
 /// </summary>
 /// <remarks>
@@ -33,15 +32,6 @@ internal static class EchoMetrics
     private static readonly Counter<long> s_errors = s_meter.CreateCounter<long>(
         "socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
 
-    private static readonly Histogram<double> s_echoConnectionDuration = s_meter.CreateHistogram<double>(
-        "echo.connection.duration", "s", "How long TCP connections lasted (socketservers.connection.duration).");
-
-    private static readonly Counter<long> s_echoDatagramsDropped = s_meter.CreateCounter<long>(
-        "echo.datagrams.dropped", "{datagram}", "UDP datagrams not echoed, by reason (socketservers.dropped_datagrams).");
-
-    private static readonly Counter<long> s_echoErrors = s_meter.CreateCounter<long>(
-        "echo.errors", "{error}", "Unexpected failures the server went on after, by operation and error type (socketservers.errors).");
-
     static EchoMetrics()
     {
         s_meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
@@ -50,12 +40,6 @@ internal static class EchoMetrics
         s_meter.CreateObservableCounter("socketservers.evicted_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
         s_meter.CreateObservableCounter("socketservers.sent_bytes", () => Observe(null, static (s, c) => c.BytesEchoed), "By", "Bytes sent.");
         s_meter.CreateObservableCounter("socketservers.messages", () => Observe(null, static (s, c) => c.MessagesEchoed), "{message}", "TCP receives handled and UDP datagrams answered.");
-        s_meter.CreateObservableUpDownCounter("echo.connections.active", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
-        s_meter.CreateObservableUpDownCounter("echo.connections.queued", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
-        s_meter.CreateObservableCounter("echo.connections.rejected", () => Observe(ProtocolType.Tcp, static (s, c) => c.Rejected), "{connection}", "TCP clients closed at once: over a connection limit.");
-        s_meter.CreateObservableCounter("echo.connections.evicted", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
-        s_meter.CreateObservableCounter("echo.bytes", () => Observe(null, static (s, c) => c.BytesEchoed), "By", "Bytes echoed.");
-        s_meter.CreateObservableCounter("echo.messages", () => Observe(null, static (s, c) => c.MessagesEchoed), "{message}", "TCP receives and UDP datagrams echoed.");
     }
 
     /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected.</summary>
@@ -66,22 +50,20 @@ internal static class EchoMetrics
 
     public static void ConnectionClosed(EchoServer server, TimeSpan duration)
     {
-        if (s_connectionDuration.Enabled || s_echoConnectionDuration.Enabled)
+        if (s_connectionDuration.Enabled)
         {
             TagList tags = Tags(server);
             s_connectionDuration.Record(duration.TotalSeconds, tags);
-            s_echoConnectionDuration.Record(duration.TotalSeconds, tags);
         }
     }
 
     public static void DatagramDropped(EchoServer server, string reason)
     {
-        if (s_datagramsDropped.Enabled || s_echoDatagramsDropped.Enabled)
+        if (s_datagramsDropped.Enabled)
         {
             TagList tags = Tags(server);
             tags.Add("reason", reason);
             s_datagramsDropped.Add(1, tags);
-            s_echoDatagramsDropped.Add(1, tags);
         }
     }
 
@@ -91,13 +73,12 @@ internal static class EchoMetrics
     /// <param name="errorType">The socket error's name, or the exception's full type name.</param>
     public static void Error(EchoServer server, string operation, string errorType)
     {
-        if (s_errors.Enabled || s_echoErrors.Enabled)
+        if (s_errors.Enabled)
         {
             TagList tags = Tags(server);
-            tags.Add("echo.operation", operation);
+            tags.Add("socketservers.operation", operation);
             tags.Add("error.type", errorType);
             s_errors.Add(1, tags);
-            s_echoErrors.Add(1, tags);
         }
     }
 

@@ -103,7 +103,7 @@ PY
 echoed() {
     kill -USR1 "$1"
     sleep 0.5
-    grep "stats: echo.messages{network.transport=$2," "$run/instance-$3.log" | tail -1 | awk '{print $3}'
+    grep "stats: socketservers.messages{network.transport=$2," "$run/instance-$3.log" | tail -1 | awk '{print $3}'
 }
 
 load 200 200 || fail "load through nginx"
