@@ -14,26 +14,9 @@ namespace SocketServers;
 /// <see cref="TcpEchoServer"/> is the one whose handler echoes.
 /// </summary>
 /// <remarks>
-/// <para>
-/// The accept loop takes an args from the pool before each accept; the pool's capacity is
-/// <see cref="TcpServerOptions.MaxConnections"/>, so at the limit the loop waits for a connection to end (or, with
-/// <see cref="TcpServerOptions.RejectWhenFull"/>, closes the newcomer) and further clients wait in the kernel's listen
-/// backlog: memory stays bounded under a flood. A connection waits for data holding no buffer, then reads into a pooled
-/// buffer, has the handler handle it, and sends what the handler wrote before it reads again; operations that complete
-/// synchronously continue the same loop, never a nested call.
-/// </para>
-/// <para>
-/// A stop ends each connection's stream after the replies to what it has read, and closes the connection when the
-/// client does, so that the client reads every reply. Resets are logged at Debug. A connection that neither receives
-/// nor sends for <see cref="TcpServerOptions.IdleTimeout"/> is closed by one periodic sweep, which also evicts the
-/// slowest connections below <see cref="TcpServerOptions.MinDataRate"/> while clients wait.
-/// </para>
-/// <para>
-/// An accept that fails is logged and tried again after a short pause. The accept loop and the sweep, if they throw,
-/// are logged at Error, counted in the <c>socketservers.errors</c> metric and started again after the same pause. A handler that
-/// throws closes its connection, with a warning.
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// The pool's capacity is <see cref="TcpServerOptions.MaxConnections"/>: at the cap, clients wait in the listen backlog
+/// or are rejected, so memory stays bounded. An idle connection holds no buffer; a connection reads again only after
+/// what the handler wrote was sent. SocketServers/README.md gives the stop, idle and eviction rules. Every member is thread-safe.
 /// </remarks>
 public partial class TcpServer : EchoServer, ITcpConnectionOwner
 {

@@ -11,58 +11,10 @@ namespace SocketServers;
 /// goes back to its sender. <see cref="UdpEchoServer"/> is the one whose handler echoes.
 /// </summary>
 /// <remarks>
-/// <para>
-/// Every datagram is received into the buffer of a pooled <see cref="SocketAsyncEventArgs"/>, handed to the handler,
-/// and the reply the handler writes there is sent from it; <see cref="UdpServerOptions.Processing"/> chooses how:
-/// </para>
-/// <list type="bullet">
-/// <item><description><see cref="UdpProcessing.ReceiveThreads"/> (the default):
-/// <see cref="UdpServerOptions.ConcurrentReceives"/> dedicated threads (by default one per processor but one) each receive
-/// a datagram with a blocking receive, send the reply and receive again. A burst waits in the socket's receive buffer,
-/// and the kernel drops what does not fit, as UDP does.</description></item>
-/// <item><description><see cref="UdpProcessing.ReplyBlock"/>: that many asynchronous receives are outstanding
-/// at once. A received datagram goes, with its args, into a bounded <see cref="System.Threading.Tasks.Dataflow.ActionBlock{TInput}"/>
-/// that sends the reply from the args' buffer and returns it to the pool. When
-/// <see cref="UdpServerOptions.MaxPendingDatagrams"/> replies wait, the receives wait too and the kernel
-/// drops what does not fit in the socket buffer.</description></item>
-/// </list>
-/// <para>
-/// The receives share one socket, so the port is the server's alone; with <see cref="EchoServerOptions.ReusePort"/> on
-/// Linux each has a socket of its own on the port (see <see cref="UdpServerOptions.ConcurrentReceives"/>), and each
-/// reply leaves from the socket its datagram came in on. Either way memory never grows with the load. A datagram larger
-/// than <see cref="UdpServerOptions.MaxDatagramSize"/> is dropped with a warning and counted in
-/// <see cref="EchoServerCounters.Drops"/>, never echoed truncated.
-/// </para>
-/// <para>
-/// Datagrams that could start an endless exchange with another echo service (CVE-2024-2169) are dropped the same way:
-/// those from a source port below <see cref="UdpServerOptions.FirstUnprivilegedPort"/>, where system services
-/// answer, unless <see cref="UdpServerOptions.AllowPrivilegedSourcePorts"/> is set; those from this server's own
-/// port or from <see cref="EchoServerOptions.DefaultPort"/>, where other instances of this server listen (so that two
-/// instances on one port number never answer each other); and, with
-/// <see cref="UdpServerOptions.MaxRepliesPerEndpointPerSecond"/> set, those over that many a second from one
-/// sender. Warnings about single datagrams (dropped, or a reply or receive that failed) are logged a few times a
-/// second at most for each kind, each line saying how many similar ones were suppressed since the last. ICMP errors
-/// caused by earlier replies (<see cref="SocketError.ConnectionReset"/>, <see cref="SocketError.ConnectionRefused"/>
-/// and the like) are logged at Debug and receiving goes on.
-/// </para>
-/// <para>
-/// A receive that fails with an unexpected error, and a receive loop (or thread) that throws, are logged at Error,
-/// counted in the <c>socketservers.errors</c> metric, and the loop starts again after a short pause, unless the server is
-/// stopping: a failure that persists is not a busy loop, and the server keeps
-/// <see cref="UdpServerOptions.ConcurrentReceives"/> receives. A stop ends the pause at once. With
-/// <see cref="UdpProcessing.ReplyBlock"/>, a reply that throws is logged and counted, and the replies go on.
-/// </para>
-/// <para>
-/// In steady state an echoed datagram allocates nothing: each args keeps the endpoint that receives report the
-/// sender in and updates it in place, and the reply is sent synchronously to the socket address that endpoint
-/// keeps.
-/// </para>
-/// <para>
-/// On a wildcard address (<see cref="IPAddress.Any"/> or <see cref="IPAddress.IPv6Any"/>) each reply leaves from the
-/// address its datagram was sent to, on Linux, so that a client connected to that address reads it; elsewhere from the
-/// address the routes pick.
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// Each datagram is received into a pooled <see cref="SocketAsyncEventArgs"/>'s buffer, which the handler's reply
+/// overwrites; <see cref="UdpServerOptions.Processing"/> chooses threads or a reply block, and memory never grows
+/// with the load. Loop-prone, oversized and over-rate datagrams are dropped and counted. SocketServers/README.md
+/// says how receives share the port, what is logged, and how failed loops restart. Every member is thread-safe.
 /// </remarks>
 public partial class UdpServer : EchoServer
 {
