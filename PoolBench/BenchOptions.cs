@@ -30,6 +30,8 @@ internal sealed class BenchOptions
                                   (default: all)
           --clients K             client processes that share each cell's connections; 1 runs the client in
                                   this process (default: 1)
+          --client dotnet|c       the load client: PoolBench's own, or the C epoll client (peers/echo-client.c,
+                                  built with gcc; TCP only, --clients K of its processes) (default: dotnet)
           --server-cpus LIST      run the child servers pinned to these CPUs (taskset -c LIST, e.g. 0 or 0-3);
                                   pin the clients by starting PoolBench itself under taskset (default: unpinned)
           --c-threads N           threads of the C server (default: the CPUs it may run on)
@@ -76,6 +78,7 @@ internal sealed class BenchOptions
     public string? Target { get; init; }
     public IReadOnlyList<string> Servers { get; init; } = [];
     public int? Clients { get; init; }
+    public string Client { get; init; } = "dotnet";
     public string? ServerCpus { get; init; }
     public int? CThreads { get; init; }
     public IReadOnlyList<IReadOnlyDictionary<string, string>> ServerEnvironments { get; init; } = [new Dictionary<string, string>()];
@@ -209,7 +212,7 @@ internal sealed class BenchOptions
     {
         private readonly List<string> _filters = [];
         private readonly List<IReadOnlyDictionary<string, string>> _serverEnvironments = [];
-        private string? _json, _plots, _artifacts, _target, _protocol, _serverCpus;
+        private string? _json, _plots, _artifacts, _target, _protocol, _serverCpus, _client;
         private IReadOnlyList<string>? _servers;
         private IReadOnlyList<int>? _workers, _connections, _sizes, _pipelines;
         private double? _seconds;
@@ -229,6 +232,7 @@ internal sealed class BenchOptions
                 case "--target": _target = value; break;
                 case "--server": _servers = ServerList(name, value); break;
                 case "--clients": _clients = AtMost(name, value, MaxClients); break;
+                case "--client": _client = OneOf(name, value, "dotnet", "c"); break;
                 case "--server-cpus": _serverCpus = CpuList(name, value); break;
                 case "--c-threads": _cThreads = AtMost(name, value, MaxCThreads); break;
                 case "--server-env": _serverEnvironments.Add(Variables(name, value)); break;
@@ -243,7 +247,17 @@ internal sealed class BenchOptions
             }
         }
 
-        public BenchOptions ToOptions(string scenario) => new()
+        public BenchOptions ToOptions(string scenario)
+        {
+            if (_client == "c" && _protocol != "tcp")
+            {
+                throw new ArgumentException("--client c loads TCP only: add --protocol tcp");
+            }
+
+            return Build(scenario);
+        }
+
+        private BenchOptions Build(string scenario) => new()
         {
             Scenario = scenario,
             Quick = Quick,
@@ -256,6 +270,7 @@ internal sealed class BenchOptions
             Target = _target,
             Servers = _servers ?? (_target is not null ? [] : scenario == "soak" ? ["ours-process"] : ["ours-process", "peer"]),
             Clients = _clients,
+            Client = _client ?? "dotnet",
             ServerCpus = _serverCpus,
             CThreads = _cThreads,
             ServerEnvironments = _serverEnvironments.Count > 0 ? _serverEnvironments : [new Dictionary<string, string>()],

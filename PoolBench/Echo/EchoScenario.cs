@@ -31,15 +31,27 @@ internal sealed class EchoScenario(BenchOptions options)
 
     private int Clients => options.Clients ?? 1;
 
-    private string ClientsText => Clients == 1 ? "one client in this process" : $"{Clients} client processes";
+    private string ClientsText =>
+        options.Client == "c" ? $"{Clients} C client process{(Clients == 1 ? "" : "es")}"
+        : Clients == 1 ? "one client in this process"
+        : $"{Clients} client processes";
 
     private int IdleConnectionCount => options.Idle ?? (options.Quick ? 50 : 1000);
 
     public async Task RunAsync(BenchReport report)
     {
+        string? cClient = null;
+        if (options.Client == "c" && (cClient = await CPeerBuild.BuildAsync("echo-client").ConfigureAwait(false)) is null)
+        {
+            report.Fail("echo: --client c needs gcc on the path to build peers/echo-client.c (apt-get install gcc)");
+            return;
+        }
+
         List<IEchoServer> servers = await EchoServers.StartAsync(options, report, MaxConnections(), options.Sizes.Max()).ConfigureAwait(false);
-        // One client in this process, as a plain run has it; several in processes of their own, started once.
-        List<IEchoLoad> loads = Clients == 1 ? [new EchoLoad()] : [.. Enumerable.Range(0, Clients).Select(_ => (IEchoLoad)EchoLoadProcess.Start())];
+        // One client in this process, as a plain run has it; several, or the C client, in processes of their own, started once.
+        List<IEchoLoad> loads = Clients == 1 && cClient is null
+            ? [new EchoLoad()]
+            : [.. Enumerable.Range(0, Clients).Select(_ => (IEchoLoad)EchoLoadProcess.Start(cClient))];
         try
         {
             foreach (string protocol in options.Protocols)

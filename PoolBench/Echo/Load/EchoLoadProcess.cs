@@ -6,11 +6,12 @@ using System.Text.Json;
 namespace PoolBench.Echo.Load;
 
 /// <summary>
-/// A share of an echo cell's clients in a child process of its own (<see cref="EchoLoadChild"/>, PoolBench
-/// started again as <c>dotnet PoolBench.dll echo-client</c>), with its own thread pool, socket engine and GC,
-/// so that several such processes can load a server that one client process cannot. The child inherits this
-/// process's CPU affinity. Every answer has a time limit; disposing closes the child's standard input, which
-/// ends it, and kills it if it has not ended soon after.
+/// A share of an echo cell's clients in a child process of its own: PoolBench started again as
+/// <c>dotnet PoolBench.dll echo-client</c> (<see cref="EchoLoadChild"/>), with its own thread pool, socket engine
+/// and GC, or the C client <c>peers/echo-client.c</c>, which speaks the same protocol (TCP only). Several such
+/// processes can load a server that one client process cannot. The child inherits this process's CPU affinity.
+/// Every answer has a time limit; disposing closes the child's standard input, which ends it, and kills it if
+/// it has not ended soon after.
 /// </summary>
 internal sealed class EchoLoadProcess : IEchoLoad
 {
@@ -24,15 +25,16 @@ internal sealed class EchoLoadProcess : IEchoLoad
     public bool InProcess => false;
 
     /// <summary>Starts a child client; it waits for its first <see cref="StartAsync"/>.</summary>
-    public static EchoLoadProcess Start()
+    /// <param name="cProgram">The C client that <see cref="CPeerBuild"/> built; null for PoolBench's own.</param>
+    public static EchoLoadProcess Start(string? cProgram = null)
     {
-        var start = new ProcessStartInfo("dotnet", [Path.Combine(AppContext.BaseDirectory, "PoolBench.dll"), EchoLoadChild.Role])
-        {
-            RedirectStandardInput = true,
-            RedirectStandardOutput = true,
-            UseShellExecute = false,
-        };
-        return new EchoLoadProcess(Process.Start(start) ?? throw new InvalidOperationException("dotnet did not start"));
+        ProcessStartInfo start = cProgram is null
+            ? new("dotnet", [Path.Combine(AppContext.BaseDirectory, "PoolBench.dll"), EchoLoadChild.Role])
+            : new(cProgram);
+        start.RedirectStandardInput = true;
+        start.RedirectStandardOutput = true;
+        start.UseShellExecute = false;
+        return new EchoLoadProcess(Process.Start(start) ?? throw new InvalidOperationException($"{start.FileName} did not start"));
     }
 
     public async Task StartAsync(EchoCell cell, int connections, EndPoint server)

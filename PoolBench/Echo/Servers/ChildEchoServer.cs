@@ -113,7 +113,7 @@ internal sealed class ChildEchoServer : IEchoServer
     public static Task<ChildEchoServer> StartNodeAsync(string? cpus) =>
         StartAsync("node", printsStats: false, cpus, null, TcpReady, servesUdp: true, "node", Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.js"), "0", "127.0.0.1");
 
-    /// <summary>The C peer that <see cref="CEchoServerBuild"/> built; it also exits by itself when its standard input closes.</summary>
+    /// <summary>The C peer that <see cref="CPeerBuild"/> built; it also exits by itself when its standard input closes.</summary>
     /// <param name="program">The built server.</param>
     /// <param name="threads">Its worker threads; null for one per CPU it may run on.</param>
     /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>

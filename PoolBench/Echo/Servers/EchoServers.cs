@@ -72,7 +72,7 @@ internal static class EchoServers
                 servers.Add(await ChildEchoServer.StartNodeAsync(options.ServerCpus).ConfigureAwait(false));
                 break;
             case "c":
-                if (await CEchoServerBuild.BuildAsync().ConfigureAwait(false) is string program)
+                if (await CPeerBuild.BuildAsync("echo-server").ConfigureAwait(false) is string program)
                 {
                     servers.Add(await ChildEchoServer.StartCAsync(program, options.CThreads, options.ServerCpus).ConfigureAwait(false));
                 }

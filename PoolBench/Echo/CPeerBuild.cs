@@ -2,27 +2,28 @@ using System.ComponentModel;
 using System.Diagnostics;
 using System.Security.Cryptography;
 
-namespace PoolBench.Echo.Servers;
+namespace PoolBench.Echo;
 
 /// <summary>
-/// Builds the C peer, <c>peers/echo-server.c</c> beside this program, with the machine's <c>gcc</c>, once for
+/// Builds a C peer, such as <c>peers/echo-server.c</c> beside this program, with the machine's <c>gcc</c>, once for
 /// each version of the source: the program goes to the temp folder's PoolBench folder under a name that carries
 /// the source's hash, and a later run reuses it.
 /// </summary>
-internal static class CEchoServerBuild
+internal static class CPeerBuild
 {
     private static readonly TimeSpan s_timeout = TimeSpan.FromSeconds(120);
 
-    /// <summary>Builds the server, or finds it built.</summary>
+    /// <summary>Builds <c>peers/NAME.c</c>, or finds it built.</summary>
+    /// <param name="name">The source's name without <c>.c</c>: <c>echo-server</c> or <c>echo-client</c>.</param>
     /// <returns>The program's path, or null when there is no <c>gcc</c> to build it with.</returns>
     /// <exception cref="InvalidOperationException">gcc failed.</exception>
     /// <exception cref="TimeoutException">gcc did not finish in time.</exception>
-    public static async Task<string?> BuildAsync()
+    public static async Task<string?> BuildAsync(string name)
     {
-        string source = Path.Combine(AppContext.BaseDirectory, "peers", "echo-server.c");
+        string source = Path.Combine(AppContext.BaseDirectory, "peers", name + ".c");
         string hash = Convert.ToHexStringLower(SHA256.HashData(await File.ReadAllBytesAsync(source).ConfigureAwait(false)))[..16];
         string folder = Path.Combine(Path.GetTempPath(), "PoolBench");
-        string program = Path.Combine(folder, $"echo-server-c-{hash}");
+        string program = Path.Combine(folder, $"{name}-c-{hash}");
         if (File.Exists(program))
         {
             return program;
