@@ -8,23 +8,14 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-/// <summary>
-/// The lifecycle and counters shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>: an RFC 862
-/// echo server whose every <see cref="SocketAsyncEventArgs"/> comes from a <see cref="SocketArgsPool"/>.
-/// </summary>
+/// <summary>The lifecycle and counters shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>: an RFC 862
+/// echo server whose every <see cref="SocketAsyncEventArgs"/> comes from a <see cref="SocketArgsPool"/>.</summary>
 /// <remarks>
-/// <para>
-/// A server starts once: <see cref="StartAsync"/> binds and returns when it is listening;
-/// <see cref="StopAsync"/> stops receiving new work, lets in-flight echoes finish within the stop grace period
-/// (a TCP connection echoes what it has read, ends its stream and waits for the client to close), closes the rest
-/// and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
-/// needed and frees the pool.
-/// </para>
-/// <para>
-/// It is an <see cref="IHostedService"/>, so a Generic Host can run it (see <see cref="EchoServerServiceCollectionExtensions"/>):
-/// the host's shutdown timeout, through the stop's cancellation token, then cuts the grace period short.
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// A server starts once. <see cref="StopAsync"/> takes no new work, lets in-flight echoes finish within the stop grace
+/// period, closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
+/// needed and frees the pool. As an <see cref="IHostedService"/> (see <see cref="EchoServerServiceCollectionExtensions"/>),
+/// the host's shutdown timeout cuts the grace period short. SocketServers/README.md says how a TCP connection drains.
+/// Every member is thread-safe.
 /// </remarks>
 public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
 {

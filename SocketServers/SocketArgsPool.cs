@@ -5,25 +5,14 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-/// <summary>
-/// A pool of <see cref="SocketAsyncEventArgs"/>, each owning one pinned buffer of <see cref="BufferSize"/>
-/// bytes (or none, when that is 0) and carrying its <see cref="PoolSlot{T}"/> in <see cref="SocketAsyncEventArgs.UserToken"/>.
-/// </summary>
+/// <summary>A pool of <see cref="SocketAsyncEventArgs"/>, each owning one pinned buffer of <see cref="BufferSize"/> bytes
+/// (or none, when that is 0) and carrying its <see cref="PoolSlot{T}"/> in <see cref="SocketAsyncEventArgs.UserToken"/>.</summary>
 /// <remarks>
-/// <para>
-/// Buffers are allocated once per args on the pinned object heap
-/// (<see cref="GC.AllocateArray{T}(int, bool)"/>), so the socket never pins per operation and the heap is
-/// not fragmented by pinning. Objects are created on demand up to <see cref="Pool{T}.MaxCapacity"/>.
-/// </para>
-/// <para>
-/// On release the args is reset for its next user: <see cref="SocketAsyncEventArgs.AcceptSocket"/> and
-/// <see cref="SocketAsyncEventArgs.RemoteEndPoint"/> are cleared, <see cref="SocketAsyncEventArgs.SocketFlags"/>
-/// is <see cref="SocketFlags.None"/>, any buffer list is dropped and the buffer window again spans the whole
-/// own buffer. The user token is kept. Releasing an args whose operation is still pending fails inside
-/// <c>CleanUp</c> (the socket layer refuses to reconfigure it); the pool then discards that object and the
-/// releaser gets the exception, so a busy args never reaches another user.
-/// </para>
-/// <para>Thread safety: as <see cref="Pool{T}"/>; every member may be called from any thread.</para>
+/// Args are created on demand up to <see cref="Pool{T}.MaxCapacity"/>, each buffer once on the pinned object heap. On
+/// release an args is reset for its next user: accept socket, remote endpoint, flags and buffer list cleared, the
+/// buffer window spanning its own buffer again, the user token kept. An args released with an operation still pending
+/// is discarded and the releaser gets the exception, so a busy args never reaches another user. Thread safety: as
+/// <see cref="Pool{T}"/>; every member may be called from any thread.
 /// </remarks>
 public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
 {
@@ -85,6 +74,7 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
             : AwaitSlotUnlessStoppingAsync(taking);
     }
 
+    // Pinned once, on the pinned object heap: the socket never pins a buffer per operation, and no heap fragments.
     /// <inheritdoc/>
     protected override SocketAsyncEventArgs ObjectConstructor()
         => new PooledSocketArgs(BufferSize == 0 ? [] : GC.AllocateArray<byte>(BufferSize, pinned: true));
@@ -96,6 +86,8 @@ public sealed class SocketArgsPool : Pool<SocketAsyncEventArgs>
     /// <inheritdoc/>
     protected override void CleanUp(SocketAsyncEventArgs @object)
     {
+        // Throws for an args whose operation is pending (the socket layer refuses to reconfigure it); the pool then
+        // discards it.
         var args = (PooledSocketArgs)@object;
         if (args.BufferList is not null)
         {

@@ -1,21 +1,13 @@
 namespace SocketServers;
 
-/// <summary>
-/// A protocol over TCP for a <see cref="TcpServer"/>: it is told of each connection, handles the bytes each one receives,
-/// and writes replies to it.
-/// </summary>
+/// <summary>A protocol over TCP for a <see cref="TcpServer"/>: it is told of each connection, handles the bytes each
+/// one receives, and writes replies to it.</summary>
 /// <remarks>
-/// <para>
-/// One handler serves every connection of a server; what belongs to one connection goes in its
-/// <see cref="TcpConnection.State"/>. Calls for one connection come one at a time, in order, each after the task of the
-/// one before has completed, on thread-pool threads; calls for different connections run at once. A call may await
-/// anything (a database, a timer) without holding a thread: the connection reads nothing more until it completes.
-/// </para>
-/// <para>
-/// Backpressure: what a call writes is sent before the connection reads again, and a write that finds the send
-/// buffer full waits until the kernel takes it. A client that does not read its replies therefore stops being read,
-/// and the server holds at most a receive and a send buffer for it.
-/// </para>
+/// One handler serves every connection of a server; what belongs to one goes in its <see cref="TcpConnection.State"/>.
+/// Calls for one connection come one at a time, in order, each after the task of the one before has completed, on
+/// thread-pool threads; calls for different connections run at once. A call may await anything without holding a
+/// thread. What a call writes is sent before the connection reads again, so a client that does not read its replies
+/// stops being read. SocketServers/README.md gives the threading model and the backpressure rule.
 /// </remarks>
 public abstract class TcpConnectionHandler
 {

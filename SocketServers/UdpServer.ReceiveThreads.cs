@@ -7,30 +7,20 @@ namespace SocketServers;
 
 /// <summary><see cref="UdpProcessing.ReceiveThreads"/>: dedicated threads that receive and reply.</summary>
 /// <remarks>
-/// <para>
-/// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it
-/// to the pool, and starts again: a datagram is received and answered on the thread the kernel wakes, with no
-/// hand-off to another thread. The sockets never run an asynchronous operation, so they stay in blocking mode and
-/// a receive waits in the kernel, not in the runtime's event loop, and the kernel wakes one of the threads waiting on
-/// a socket for each datagram. Where the server has a socket per thread (reuse-port on Linux), the threads share
-/// nothing but the pool and the counters.
-/// </para>
-/// <para>
-/// Stopping: on Linux, shutting down a socket's receive side wakes every blocked receive at once (the call
-/// itself fails with <see cref="SocketError.NotConnected"/> on an unconnected socket, and sends still work), so
-/// in-flight replies finish and the threads end. Where it does not wake them, they end when the socket is
-/// closed at the end of the stop grace period, on platforms where closing a socket unblocks its receives.
-/// </para>
-/// <para>
-/// A thread whose loop fails on an unexpected exception runs it again, after a pause, so the number of receive
-/// threads stays what the options say.
-/// </para>
+/// Each thread takes an args, waits in a blocking receive into its buffer, sends the reply from it, returns it to the
+/// pool, and starts again: a datagram is answered on the thread the kernel wakes, with no hand-off. A stop shuts the
+/// sockets' receive side down, which wakes every blocked receive on Linux; elsewhere the threads end when the sockets
+/// close at the end of the stop grace period. A thread whose loop fails runs it again after a pause, so the number of
+/// receive threads stays what the options say.
 /// </remarks>
 public partial class UdpServer
 {
     /// <summary>Starts the receive threads, each on one of <paramref name="sockets"/> in turn.</summary>
     private Task[] StartReceiveThreads(Socket[] sockets)
     {
+        // The sockets never run an asynchronous operation, so they stay in blocking mode: a receive waits in the kernel,
+        // not in the runtime's event loop, and the kernel wakes one waiting thread per datagram. With a socket per
+        // thread (reuse-port), the threads share nothing but the pool and the counters.
         var threads = new Task[_concurrentReceives];
         for (int i = 0; i < threads.Length; i++)
         {
@@ -70,7 +60,7 @@ public partial class UdpServer
             catch (SocketException)
             {
                 // NotConnected, expected on an unconnected datagram socket: on Linux the blocked receives are woken
-                // all the same. Elsewhere they wake when the socket is closed.
+                // all the same, and sends still work. Elsewhere they wake when the socket is closed.
             }
             catch (ObjectDisposedException)
             {

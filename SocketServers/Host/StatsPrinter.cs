@@ -6,23 +6,14 @@ using System.Text;
 
 namespace SocketServers.Host;
 
-/// <summary>
-/// Prints the servers' metrics (the <c>SocketServers</c> and <c>PoolLib</c> meters) and the managed heap
-/// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.
-/// </summary>
+/// <summary>Prints the servers' metrics (the <c>SocketServers</c> and <c>PoolLib</c> meters) and the managed heap
+/// to standard output: on SIGUSR1 and SIGUSR2 and, if asked, every few seconds.</summary>
 /// <remarks>
-/// First a line with the time (UTC) and the seconds since the previous printout (or since the printer started), then
-/// one line per instrument and tag set, then the thread pool's completed work items, the garbage collector's
-/// settings as it runs with them (server or workstation, background or not, the largest generation-0 budget), the
-/// collections so far, the bytes the process has allocated and, last, the managed heap, each starting with
-/// <c>stats:</c>.
-/// Counters and gauges show their latest value, counters followed by how much they grew a second since the previous
-/// printout; a histogram shows how many values it recorded, their sum and how many it recorded a second.
-/// SIGUSR1 and the timer read the heap as it stands, which costs the servers nothing; SIGUSR2 first runs a full,
-/// blocking collection, so that the heap line shows only what is live, for measurements (it pauses the process for
-/// as long as the collection takes). The allocated bytes are read exactly, before the printout allocates anything,
-/// and never collect; the same line gives what the earlier printouts allocated themselves, so that a reader who
-/// takes the difference of two printouts can leave them out.
+/// Each printout is <c>stats:</c> lines: the time (UTC) and the seconds since the previous one, a line per instrument and
+/// tag set (counters with their growth a second; histograms with count, sum and count a second), then the thread pool's
+/// completed work items, the GC's settings, the collections, the allocated bytes and the managed heap. SIGUSR2 first
+/// runs a full, blocking collection, so that the heap line shows only what is live. SocketServers/README.md says what
+/// each line means.
 /// </remarks>
 internal sealed class StatsPrinter : IDisposable
 {

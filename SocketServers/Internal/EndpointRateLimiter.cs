@@ -6,28 +6,15 @@ using System.Runtime.CompilerServices;
 
 namespace SocketServers.Internal;
 
-/// <summary>
-/// Lets through at most a given number of datagrams per second from each sender endpoint (address and port), in a
-/// table of fixed size: memory does not grow with the number of senders, and a call allocates nothing.
-/// </summary>
+/// <summary>Lets through at most a given number of datagrams per second from each sender endpoint (address and port), in a
+/// table of fixed size: memory does not grow with the number of senders, and a call allocates nothing.</summary>
 /// <remarks>
-/// <para>
-/// Algorithm, lock-free (a count-min sketch of one row, probed twice): a sender's address and port are hashed, with a
-/// seed of this instance's, to two buckets of <see cref="_buckets"/>. Each bucket packs the one-second window it counts
-/// in (clock milliseconds / 1000) above 32 bits holding the datagrams let through in it. A call is let through when
-/// both buckets count fewer than the limit in the current window, and then counts itself in both, each with a
-/// CompareExchange that checks the limit again; a bucket of an earlier window counts from zero. A bucket that is full
-/// is only read, so a flood that is refused writes nothing.
-/// </para>
-/// <para>
-/// Guarantees: a sender is let through at most the limit per window, however many callers race (every datagram let
-/// through was counted below the limit in both of its buckets, and its own datagrams are in both). Senders that share a
-/// bucket share its count, so under a flood from many senders a sender may get fewer than the limit: never more.
-/// When the second bucket refuses after the first counted, the first keeps that count, which only makes it stricter.
-/// The seed keeps a sender from choosing which buckets its addresses land in. A CompareExchange that fails is retried,
-/// and it fails only because another caller's succeeded (lock-free, not wait-free).
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// Algorithm, lock-free (a count-min sketch of one row, probed twice): a seeded hash of the sender picks two buckets of
+/// <see cref="_buckets"/>, each counting in one-second windows. A call is let through when both count fewer than the
+/// limit in the current window, and then counts itself in both, each with a CompareExchange that checks the limit again.
+/// Guarantees: a sender is let through at most the limit per window, however many callers race; senders that share a
+/// bucket share its count, so under a flood a sender may get fewer, never more. Lock-free, not wait-free: a failed
+/// CompareExchange is retried, and fails only because another caller's succeeded. Every member is thread-safe.
 /// </remarks>
 internal sealed class EndpointRateLimiter
 {
@@ -43,6 +30,8 @@ internal sealed class EndpointRateLimiter
     // grows only by a CompareExchange that saw it below _limit in the same window, and a new window starts at 1.
     private readonly long[] _buckets = new long[BucketCount];
     private readonly int _limit;
+
+    // Random per instance, so that a sender cannot choose which buckets its addresses land in.
     private readonly ulong _seed;
 
     // Milliseconds, monotonic; null for Environment.TickCount64, read directly.
@@ -79,6 +68,8 @@ internal sealed class EndpointRateLimiter
 
         long window = (_clock is null ? Environment.TickCount64 : _clock()) / WindowMilliseconds;
         Debug.Assert(window is >= 0 and <= int.MaxValue, "The clock counts milliseconds from 0 and its windows fit above the count.");
+
+        // When the second bucket refuses after the first counted, the first keeps that count: only stricter.
         return TryCount(ref _buckets[first], window) && TryCount(ref _buckets[second], window);
     }
 
@@ -95,6 +86,7 @@ internal sealed class EndpointRateLimiter
             {
                 if ((seen & CountMask) >= _limit)
                 {
+                    // A full bucket is only read, so a refused flood writes nothing.
                     return false;
                 }
 

@@ -3,30 +3,15 @@ using System.Globalization;
 
 namespace SocketServers.Internal;
 
-/// <summary>
-/// Lets through at most a few log lines of one kind per time window and counts the others, so that a flood of
-/// per-datagram or per-connection warnings costs a few lines a second instead of one line each.
-/// </summary>
+/// <summary>Lets through at most a few log lines of one kind per time window and counts the others, so that a flood
+/// of per-datagram or per-connection warnings costs a few lines a second instead of one line each.</summary>
 /// <remarks>
-/// <para>
-/// Use one instance per kind of line. Where the line would be logged, call <see cref="TryAcquire"/> first (after the
-/// logger's level check) and log only when it returns <see langword="true"/>, with <see cref="SuppressedNote"/> of
-/// the count it reports at the end of the line. A refused call reads the clock, makes one atomic increment and
-/// allocates nothing; no timer runs.
-/// </para>
-/// <para>
-/// Algorithm, lock-free: <see cref="_window"/> packs the start of the current window (clock milliseconds) above
-/// <see cref="CountBits"/> bits holding the lines let through in it, so that one CompareExchange both opens a
-/// window and takes a line in it. A call that finds the window over opens a new one, starting now, with itself as
-/// its first line; one that finds room takes the next line; one that finds the window full only counts itself in
-/// <see cref="_suppressed"/>, and the next line let through takes that count. Guarantees: at most
-/// <see cref="_linesPerWindow"/> lines per window; a window starts a window's length or more after the previous
-/// one, on the clock, at the first call that finds it over (so over a long flood, at most that many lines per
-/// window's length); every refused call is reported exactly once, by a later line let through (never, if none
-/// comes). Not guaranteed: which of several concurrent callers gets the last line of a window. A CompareExchange
-/// that fails is retried, and it fails only because another caller's succeeded (lock-free, not wait-free).
-/// </para>
-/// <para>Thread safety: every member may be called from any thread.</para>
+/// One instance per kind of line: call <see cref="TryAcquire"/> after the logger's level check, log only when it returns
+/// <see langword="true"/>, and end the line with <see cref="SuppressedNote"/> of the count it reports. Algorithm,
+/// lock-free: one CompareExchange on <see cref="_window"/> opens a window or takes a line in it; a refused call only
+/// increments <see cref="_suppressed"/>. Guarantees: at most <see cref="_linesPerWindow"/> lines per window; every
+/// refused call is reported once, by a later line let through. Not guaranteed: which concurrent caller gets a window's
+/// last line. A failed CompareExchange means another caller's succeeded (lock-free, not wait-free). Thread-safe.
 /// </remarks>
 internal sealed class LogRateLimiter
 {
@@ -50,7 +35,9 @@ internal sealed class LogRateLimiter
     private readonly Func<long>? _clock;
 
     // (window start << CountBits) | lines let through in that window. Invariant: the count is at most
-    // _linesPerWindow; it only grows by CompareExchange within one window, and a new window starts at 1.
+    // _linesPerWindow; it only grows by CompareExchange within one window, and a new window starts at 1, now, at the
+    // first call that finds the last one over: a window's length or more after it, so a long flood gets at most
+    // _linesPerWindow lines per window's length.
     private long _window;
 
     // Calls refused since the last line let through took the count; only incremented, and taken with Exchange.

@@ -5,33 +5,15 @@ using System.Runtime.InteropServices;
 
 namespace SocketServers.Internal;
 
-/// <summary>
-/// An <see cref="IPEndPoint"/> that a receive-from on a <see cref="SocketAsyncEventArgs"/> updates in place
-/// instead of replacing, so that learning a datagram's sender allocates nothing.
-/// </summary>
+/// <summary>An <see cref="IPEndPoint"/> that a receive-from on a <see cref="SocketAsyncEventArgs"/> updates in place
+/// instead of replacing, so that learning a datagram's sender allocates nothing.</summary>
 /// <remarks>
-/// <para>
-/// When a receive-from completes, the runtime compares the sender's address with the args'
-/// <see cref="SocketAsyncEventArgs.RemoteEndPoint"/> and, when they differ, replaces it with
-/// <c>RemoteEndPoint.Create(senderAddress)</c>: for a plain <see cref="IPEndPoint"/> a new endpoint and a new
-/// <see cref="IPAddress"/> per datagram whenever consecutive senders differ, which is the normal case for
-/// a server with several receives outstanding. This endpoint answers <see cref="Create"/> by taking the
-/// sender's port, and its address when it differs from the current one, and returning itself. A sender on
-/// the same address as the previous one (every local client, or one host's several sockets) costs
-/// nothing; a sender on another address costs one <see cref="IPAddress"/>.
-/// </para>
-/// <para>
-/// It also keeps the sender's raw socket address (<see cref="SocketAddress"/>), so that the reply can be sent
-/// with <see cref="Socket.SendTo(ReadOnlySpan{byte}, SocketFlags, SocketAddress)"/> without serializing the
-/// endpoint again. Invariant: <see cref="SocketAddress"/> is always this endpoint's address; it holds because
-/// <see cref="IPEndPoint.Address"/> and <see cref="IPEndPoint.Port"/> are changed only here, in
-/// <see cref="Create"/> (the runtime skips <see cref="Create"/> when the sender equals the endpoint already).
-/// </para>
-/// <para>
-/// The object is mutable: it belongs to one args, is changed only by that args' receive, and is read
-/// only by the owner of that args between the receive and the reply. Anything that keeps the sender
-/// beyond that (a log event formatted later) must take a copy (<see cref="Snapshot"/>).
-/// </para>
+/// When the sender differs from an args' <see cref="SocketAsyncEventArgs.RemoteEndPoint"/>, the runtime replaces it with
+/// <c>RemoteEndPoint.Create(senderAddress)</c>; this endpoint's <see cref="Create"/> takes the sender's port, and its
+/// address when it differs, and returns itself. It keeps the raw <see cref="SocketAddress"/> too, for the reply's
+/// <see cref="Socket.SendTo(ReadOnlySpan{byte}, SocketFlags, SocketAddress)"/>. Mutable: it belongs to one args, is
+/// changed only by that args' receive, and is read only by the args' owner between the receive and the reply; whatever
+/// keeps the sender longer (a log event formatted later) takes a <see cref="Snapshot"/>.
 /// </remarks>
 internal sealed class ReusableIPEndPoint : IPEndPoint
 {
@@ -53,7 +35,9 @@ internal sealed class ReusableIPEndPoint : IPEndPoint
     }
 
     /// <summary>The same address in the socket layer's form, kept equal to this endpoint by <see cref="Create"/>:
-    /// what a send to this endpoint takes without serializing it again.</summary>
+    /// what a send to this endpoint takes without serializing it again. The invariant holds because only
+    /// <see cref="Create"/> changes <see cref="IPEndPoint.Address"/> and <see cref="IPEndPoint.Port"/> (the runtime
+    /// skips it when the sender equals this endpoint already).</summary>
     public SocketAddress SocketAddress { get; }
 
     /// <summary>Takes the address and port of <paramref name="socketAddress"/> and returns this same object.</summary>
@@ -74,6 +58,7 @@ internal sealed class ReusableIPEndPoint : IPEndPoint
             return base.Create(socketAddress);
         }
 
+        // A sender on the previous one's address (every local client) costs nothing; one on another, an IPAddress.
         if (!HasAddress(raw, addressBytes))
         {
             Address = addressBytes == IPv4AddressBytes

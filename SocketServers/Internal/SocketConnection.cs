@@ -9,21 +9,12 @@ namespace SocketServers.Internal;
 
 /// <summary>One accepted connection: its socket, its pooled args, its buffers and the loop that feeds its handler.</summary>
 /// <remarks>
-/// <para>
 /// The loop owns the socket, the args and the buffers; other threads (the idle sweep, the stop, a handler's
 /// <see cref="Close"/>) only shut the socket down or dispose it, which makes a pending operation complete. The args goes
-/// back to the pool only after the loop has seen its last operation complete.
-/// </para>
-/// <para>
-/// A graceful end (a stop, or the handler's close) reads nothing more, sends what was written, ends the stream (shuts
-/// down the send side), then reads and drops what the client still sends until it closes: closing with unread input
-/// would reset the connection, and a reset destroys the replies the client has not read yet. Who ends the stream is
-/// decided by a handshake on <see cref="_phase"/>: the loop publishes <see cref="Waiting"/> and then reads the close
-/// request; the requester publishes its request and then moves <see cref="Waiting"/> to <see cref="Ended"/>; each with a
-/// full fence, so at least one sees the other, and the one compare-and-swap that wins shuts the send side down. A loop
-/// that waits holding part of a message stays <see cref="Handling"/> and publishes <see cref="_waitingWithPartial"/>
-/// instead: the requester then wakes it (shuts the receive side down), and the loop ends the stream itself.
-/// </para>
+/// back to the pool only after the loop has seen its last operation complete. A graceful end (a stop, or the handler's
+/// close) reads nothing more, sends what was written, ends the stream, then drops what the client still sends until it
+/// closes: closing with unread input would reset the connection and destroy replies not read yet. Who ends the stream
+/// is decided by the handshake on <see cref="_phase"/>, stated at that field.
 /// </remarks>
 internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 {
@@ -68,10 +59,14 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private int _closeRequest;
 
     // Handling, Waiting or Ended. Only the loop moves Handling to Waiting and back; Waiting to Ended, by the loop
-    // or a close request, happens once and is final.
+    // or a close request, happens once and is final. The handshake that decides who ends the stream: the loop publishes
+    // Waiting and then reads the close request; the requester publishes its request and then moves Waiting to Ended;
+    // each with a full fence, so at least one sees the other, and the one compare-and-swap that wins shuts the send side
+    // down. A loop waiting with part of a message stays Handling and sets _waitingWithPartial instead.
     private int _phase;
 
-    // 1 while the loop waits for data holding part of a message (so in Handling); a close request then wakes it.
+    // 1 while the loop waits for data holding part of a message (so in Handling); a close request then wakes it (shuts
+    // the receive side down), and the loop ends the stream itself.
     private int _waitingWithPartial;
 
     // The loop's alone. The receive buffer, held while data is there and while part of a message waits for the rest;

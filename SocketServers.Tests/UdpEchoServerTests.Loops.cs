@@ -1,0 +1,130 @@
+using System.Net;
+using System.Net.Sockets;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+/// <summary>Echo loops (CVE-2024-2169): one datagram whose forged sender is another echo server makes the two answer
+/// each other without end, unless this server refuses to.</summary>
+/// <remarks>
+/// Each test forges the sender with a raw socket and runs every server with one receive, so that a datagram sent later
+/// is handled after it: once a probe's echo has come back from each server, the counters hold everything the forged
+/// datagram caused, and a loop still running would show in them.
+/// </remarks>
+public sealed partial class UdpEchoServerTests
+{
+    private static readonly byte[] s_forgedPayload = [0x10, 0x0F];
+
+    // Two instances on the same port, on two addresses (two hosts, here two loopback addresses): the forged datagram
+    // says it comes from the other instance.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Echo_ForgedSenderIsAnotherInstanceOnTheSamePort_DroppedAndNoLoopStarts(CancellationToken cancellationToken)
+    {
+        using ForgedDatagramSender forger = ForgedDatagramSender.OpenOrInconclusive();
+        await using UdpEchoServer first = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
+        IPEndPoint firstEndPoint = first.LocalEndPoint!;
+        await using UdpEchoServer second = await StartOnSecondLoopbackAddressAsync(firstEndPoint.Port, cancellationToken);
+        using var meter = new EchoMeterReader(firstEndPoint.Port);
+
+        forger.Send(source: second.LocalEndPoint!, destination: firstEndPoint, s_forgedPayload);
+        await Poll.UntilAsync(() => first.Counters is var c && c.MessagesEchoed + c.Drops >= 1, cancellationToken);
+        await ProbeAsync(first, cancellationToken);
+        await ProbeAsync(second, cancellationToken);
+
+        Assert.That((first.Counters.Drops, first.Counters.MessagesEchoed), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
+        Assert.That((second.Counters.Drops, second.Counters.MessagesEchoed), Is.EqualTo((0, 1)), "only the probe reached the second instance");
+        AssertOneDropMetered(meter, "echo_server_port");
+    }
+
+    // The server itself as the sender (it would answer itself for ever), and the console host's default port, where
+    // another instance of this server most likely listens.
+    [TestCase(0)]
+    [TestCase(EchoServerOptions.DefaultPort)]
+    [CancelAfter(30_000)]
+    public async Task Echo_ForgedSenderOnAnEchoServerPort_DroppedAndNothingEchoed(int senderPort, CancellationToken cancellationToken)
+    {
+        using ForgedDatagramSender forger = ForgedDatagramSender.OpenOrInconclusive();
+        await using UdpEchoServer server = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
+        IPEndPoint serverEndPoint = server.LocalEndPoint!;
+        var sender = new IPEndPoint(IPAddress.Loopback, senderPort == 0 ? serverEndPoint.Port : senderPort);
+
+        forger.Send(sender, serverEndPoint, s_forgedPayload);
+        await Poll.UntilAsync(() => server.Counters is var c && c.MessagesEchoed + c.Drops >= 1, cancellationToken);
+        await ProbeAsync(server, cancellationToken);
+
+        Assert.That((server.Counters.Drops, server.Counters.MessagesEchoed), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
+    }
+
+    // Two echo servers on different unprivileged ports: the limited one refuses the datagram over its limit, which
+    // ends the loop, since a loop is the forged datagram going back and forth.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Echo_ForgedSenderIsAnEchoServerOnAnotherPort_LoopEndsWithinTheReplyLimit(CancellationToken cancellationToken)
+    {
+        const int Limit = 50;
+        using ForgedDatagramSender forger = ForgedDatagramSender.OpenOrInconclusive();
+        await using UdpEchoServer limited = await StartAsync(
+            options =>
+            {
+                options.ConcurrentReceives = 1;
+                options.MaxRepliesPerEndpointPerSecond = Limit;
+            },
+            cancellationToken);
+        await using UdpEchoServer other = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
+        using var meter = new EchoMeterReader(limited.LocalEndPoint!.Port);
+
+        forger.Send(source: other.LocalEndPoint!, destination: limited.LocalEndPoint!, s_forgedPayload);
+
+        // A limit that did not hold would let the loop run on: stop waiting far beyond any count the limit allows.
+        await Poll.UntilAsync(() => limited.Counters.Drops >= 1 || limited.Counters.MessagesEchoed > 100 * Limit, cancellationToken);
+        await ProbeAsync(limited, cancellationToken);
+        await ProbeAsync(other, cancellationToken);
+        EchoServerCounters limitedAfter = limited.Counters;
+        EchoServerCounters otherAfter = other.Counters;
+        await ProbeAsync(limited, cancellationToken);
+        await ProbeAsync(other, cancellationToken);
+
+        Assert.That(limited.Counters.Drops, Is.EqualTo(1), "the one datagram going back and forth, refused once");
+        // One window's worth, or up to two when the loop straddles the start of a window; the probe on top.
+        Assert.That(limitedAfter.MessagesEchoed - 1, Is.InRange(Limit, 2 * Limit));
+        Assert.That(otherAfter.MessagesEchoed, Is.EqualTo(limitedAfter.MessagesEchoed), "the other server answered each reply, then the probe");
+        Assert.That(
+            (limited.Counters.MessagesEchoed, other.Counters.MessagesEchoed),
+            Is.EqualTo((limitedAfter.MessagesEchoed + 1, otherAfter.MessagesEchoed + 1)),
+            "once the loop has ended, only the second probes are echoed");
+        AssertOneDropMetered(meter, "rate_limited");
+    }
+
+    /// <summary>A second server with one receive on 127.0.0.2 and <paramref name="port"/>; inconclusive where that
+    /// address is not a loopback address of this machine.</summary>
+    private async Task<UdpEchoServer> StartOnSecondLoopbackAddressAsync(int port, CancellationToken cancellationToken)
+    {
+        var second = new UdpEchoServer(Options(options =>
+        {
+            options.Address = IPAddress.Parse("127.0.0.2");
+            options.Port = port;
+            options.ConcurrentReceives = 1;
+        }));
+        try
+        {
+            await second.StartAsync(cancellationToken);
+            return second;
+        }
+        catch (IOException ex) when (ex.InnerException is SocketException { SocketErrorCode: SocketError.AddressNotAvailable })
+        {
+            await second.DisposeAsync();
+            Assert.Inconclusive("127.0.0.2 is not a loopback address of this machine");
+            throw;
+        }
+    }
+
+    /// <summary>Echoes one datagram from a new client, then waits until <paramref name="server"/> is idle again.</summary>
+    private static async Task ProbeAsync(UdpEchoServer server, CancellationToken cancellationToken)
+    {
+        long before = server.Counters is var c ? c.MessagesEchoed + c.Drops : 0;
+        using Socket client = BoundClient();
+        await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
+        await UdpEchoTesting.WaitForIdleAsync(server, before + 1, cancellationToken);
+    }
+}
