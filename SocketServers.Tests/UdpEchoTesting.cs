@@ -9,14 +9,13 @@ internal static class UdpEchoTesting
 {
     public static readonly TimeSpan EchoTimeout = TimeSpan.FromSeconds(5);
 
-    /// <summary>Starts a server on 127.0.0.1, port 0, with <paramref name="processing"/> and what <paramref name="configure"/> sets.</summary>
-    public static async Task<UdpEchoServer> StartAsync(UdpProcessing processing, Action<UdpEchoServerOptions>? configure, CancellationToken cancellationToken)
+    /// <summary>Starts a server on 127.0.0.1, port 0, with <paramref name="processing"/> and what <paramref name="configure"/> sets;
+    /// disposes it if the start fails.</summary>
+    public static Task<UdpEchoServer> StartAsync(UdpProcessing processing, Action<UdpEchoServerOptions>? configure, CancellationToken cancellationToken)
     {
         var options = new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing };
         configure?.Invoke(options);
-        var server = new UdpEchoServer(options);
-        await server.StartAsync(cancellationToken);
-        return server;
+        return Started.StartAsync(new UdpEchoServer(options), cancellationToken);
     }
 
     /// <summary>Receives one datagram; a lost one fails the test with a message instead of hanging it.</summary>

@@ -10,19 +10,12 @@ namespace SocketServers;
 /// <summary>Registers the servers (the echo servers, and servers of a handler's protocol) with a dependency-injection
 /// container, as hosted services of the Generic Host.</summary>
 /// <remarks>
-/// <para>
-/// Each method registers one singleton server, resolvable as <see cref="TcpEchoServer"/>, <see cref="UdpEchoServer"/>,
-/// <see cref="TcpServer{THandler}"/> or <see cref="UdpServer{THandler}"/>
-/// (for its <see cref="EchoServer.LocalEndPoint"/> and <see cref="EchoServer.Counters"/>), and runs it as an
-/// <see cref="Microsoft.Extensions.Hosting.IHostedService"/>: the host starts it with the application and stops it,
-/// within the stop grace period, when the application stops. The server logs through the container's
-/// <see cref="ILoggerFactory"/>, if it has one.
-/// </para>
-/// <para>
-/// Calling a method again for the same protocol configures the same server: the options of every call apply, in
-/// order. The options are read when the server is first resolved; an invalid value then throws
+/// Each method registers one singleton server, resolvable as itself (for its <see cref="EchoServer.LocalEndPoint"/> and
+/// <see cref="EchoServer.Counters"/>), that the host starts with the application and stops, within the stop grace
+/// period, when the application stops; it logs through the container's <see cref="ILoggerFactory"/>, if it has one.
+/// Calling a method again for the same protocol configures the same server: the options of every call apply, in order.
+/// The options are read when the server is first resolved; an invalid value then throws
 /// <see cref="OptionsValidationException"/> naming it.
-/// </para>
 /// </remarks>
 public static class EchoServerServiceCollectionExtensions
 {

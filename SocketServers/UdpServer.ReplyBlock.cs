@@ -12,18 +12,10 @@ namespace SocketServers;
 /// <summary><see cref="UdpProcessing.ReplyBlock"/>: asynchronous receives, replies through bounded
 /// <see cref="ActionBlock{TInput}"/>s, one per socket.</summary>
 /// <remarks>
-/// <para>
 /// Each socket is a lane: its receive loops hand datagrams to its own reply block, which answers from that socket. With a
-/// socket per receive (reuse-port on Linux), lanes share nothing but the pool and the counters, and the server's replies
-/// run on as many threads as it has receives; on the one socket of a port the server keeps to itself, one block
-/// replies. <see cref="UdpServerOptions.MaxPendingDatagrams"/> is shared out among the lanes, each taking at least
-/// one.
-/// </para>
-/// <para>
-/// A reply block replies one datagram at a time on one processing task that lives as long as datagrams keep
-/// coming. While they do, that task keeps one thread-pool thread; it lets it go a short linger
-/// (<c>s_replierLinger</c>) after the last datagram, or when the server stops.
-/// </para>
+/// socket per receive (reuse-port on Linux), lanes share nothing but the pool and the counters, and the replies run on
+/// as many threads as there are receives. A block's processing task keeps a thread-pool thread while datagrams keep
+/// coming, and lets it go <c>s_replierLinger</c> after the last one, or when the server stops.
 /// </remarks>
 public partial class UdpServer
 {
@@ -32,7 +24,8 @@ public partial class UdpServer
     // enough that a server that has gone idle does not hold a thread-pool thread for long.
     private static readonly TimeSpan s_replierLinger = TimeSpan.FromMilliseconds(50);
 
-    // One per socket; set by StartReplyBlock before any receive loop starts.
+    // One per socket (so one in all on a port the server keeps to itself), each holding a share of
+    // MaxPendingDatagrams; set by StartReplyBlock before any receive loop starts.
     private ReplyLane[] _lanes = [];
 
     private Task ReplyBlockCompletion => Task.WhenAll(Array.ConvertAll(_lanes, lane => lane.Completion));
@@ -251,25 +244,13 @@ public partial class UdpServer
     }
 
     /// <summary>One socket's reply block: a bounded <see cref="ActionBlock{TInput}"/> that sends each datagram back from
-    /// that socket, and whose processing task lingers between datagrams.</summary>
+    /// that socket, and whose processing task lingers between datagrams (<see cref="WaitForNextDatagram"/>).</summary>
     /// <remarks>
-    /// <para>
-    /// An <see cref="ActionBlock{TInput}"/> ends its processing task as soon as its queue is empty, and the next
-    /// datagram posted starts a new <see cref="Task"/>. A server that keeps up with its load finds its queue
-    /// empty after most replies, so that costs about one Task (64 bytes) per datagram. Waiting after a reply instead
-    /// (<see cref="WaitForNextDatagram"/>) keeps one task, and its thread, for as long as datagrams keep coming; after
-    /// <see cref="s_replierLinger"/> without one, or once the server stops, the action returns and the task ends as usual.
-    /// </para>
-    /// <para>
-    /// Handshake, lock-free: the replier resets the event, publishes <see cref="_replierWaiting"/> = 1 with a
-    /// full fence, then checks the queue and <see cref="_waitingForRoom"/>; a receive loop enqueues (or counts
-    /// itself in <see cref="_waitingForRoom"/>), then swaps the flag back to 0 with CompareExchange, a full fence,
-    /// and sets the event if it was 1. So either the replier sees the datagram, or the receive loop sees the flag
-    /// and wakes it: no datagram waits for the linger to run out. A late set only makes a later wait return early.
-    /// A datagram refused by a full block is not in the queue: it is taken from its sender only once the
-    /// action returns (with a bound of one, the datagram just replied to is what fills the block), hence the
-    /// second condition.
-    /// </para>
+    /// Lock-free handshake: the replier resets the event, publishes <see cref="_replierWaiting"/> = 1 with a full fence,
+    /// then waits only if the queue is empty and <see cref="_waitingForRoom"/> is 0; a receive loop enqueues (or counts
+    /// itself in <see cref="_waitingForRoom"/>), then swaps the flag back to 0 with CompareExchange, a full fence, and
+    /// sets the event if it was 1. So either the replier sees the datagram, or the receive loop sees the flag and wakes
+    /// it: no datagram waits for the linger to run out. A late set only makes a later wait return early.
     /// </remarks>
     private sealed class ReplyLane : IDisposable
     {
@@ -286,7 +267,8 @@ public partial class UdpServer
         private int _replierWaiting;
 
         // Receive loops whose datagram the full block refused and that now wait for room (SendAsync). Such a
-        // datagram is postponed, not queued, so the replier must not wait for a queued one while this is above 0.
+        // datagram is postponed, not queued: the block takes it only once the action returns (with a bound of one,
+        // the datagram just replied to is what fills it), so the replier must not wait while this is above 0.
         private int _waitingForRoom;
 
         public ReplyLane(UdpServer server, Socket socket, int capacity)
@@ -379,7 +361,10 @@ public partial class UdpServer
 
         /// <summary>
         /// Called by the block's action after a reply when no datagram is queued: waits briefly for the next one, so
-        /// that the block's processing task goes on instead of ending (see the remarks on the class).
+        /// that the block's processing task goes on instead of ending. An <see cref="ActionBlock{TInput}"/> ends that
+        /// task as soon as its queue is empty and starts a new <see cref="Task"/> for the next datagram posted; a server
+        /// that keeps up with its load finds the queue empty after most replies, so that would be about one Task
+        /// (64 bytes) per datagram. The wait ends after <see cref="s_replierLinger"/>, or once the server stops.
         /// </summary>
         private void WaitForNextDatagram()
         {

@@ -5,22 +5,22 @@ using PoolLib.Internal;
 
 namespace SocketServers.Internal;
 
-/// <summary>
-/// The servers' one <see cref="Meter"/>, named <c>SocketServers</c>, and its instruments, named for any protocol in the
-/// style of Kestrel's (<c>socketservers.active_connections</c>). Every measurement carries <c>network.transport</c> (<c>tcp</c> or <c>udp</c>),
-/// <c>server.address</c> and <c>server.port</c>.
-/// </summary>
+/// <summary>The servers' one <see cref="Meter"/>, named <c>SocketServers</c>, and its instruments, named for any protocol
+/// in the style of Kestrel's (<c>socketservers.active_connections</c>). Every measurement carries
+/// <c>network.transport</c> (<c>tcp</c> or <c>udp</c>), <c>server.address</c> and <c>server.port</c>.</summary>
 /// <remarks>
-/// Counts are observable: they read each running server's counters when a listener collects, so the
-/// per-message path records nothing it did not already count. The connection-duration histogram is
-/// recorded once per connection and dropped datagrams once per drop, both off the echo path. Servers
-/// are held weakly and observed from start until they stop.
+/// Counts are observable: they read each running server's counters when a listener collects, so the per-message path
+/// records nothing it did not already count. The connection-duration histogram is recorded once per connection and
+/// dropped datagrams once per drop, both off the echo path.
 /// </remarks>
 internal static class EchoMetrics
 {
     public const string MeterName = "SocketServers";
 
     private static readonly Meter s_meter = new(MeterName);
+
+    // The servers observed, from their start (Track) until they stop (Untrack); held weakly, so that one never
+    // stopped can still be collected.
     private static readonly WeakRegistry<EchoServer> s_servers = new();
 
     private static readonly Histogram<double> s_connectionDuration = s_meter.CreateHistogram<double>(

@@ -4,18 +4,14 @@ using PoolLib;
 
 namespace SocketServers.Internal;
 
-/// <summary>
-/// The object a <see cref="SocketArgsPool"/> holds: a <see cref="SocketAsyncEventArgs"/> that owns one
-/// pinned buffer and can be awaited without allocating.
-/// </summary>
+/// <summary>The object a <see cref="SocketArgsPool"/> holds: a <see cref="SocketAsyncEventArgs"/> that owns one pinned
+/// buffer and can be awaited without allocating.</summary>
 /// <remarks>
-/// An operation started through one of the <c>*Async(Socket)</c> methods returns a <see cref="ValueTask"/>
-/// backed by this object (<see cref="IValueTaskSource"/>): completed at once when the socket finished
-/// synchronously (the caller loops, never recurses), pending otherwise, and signalled from
-/// <see cref="OnCompleted"/>, which is wired once for the life of the object. At most one operation is
-/// outstanding at a time, which is the rule of <see cref="SocketAsyncEventArgs"/> anyway. An operation
-/// started directly on a <see cref="Socket"/> (the classic pattern) still raises
-/// <see cref="SocketAsyncEventArgs.Completed"/>.
+/// An operation started through one of the <c>*Async(Socket)</c> methods returns a <see cref="ValueTask"/> backed by
+/// this object: completed at once when the socket finished synchronously (the caller loops, never recurses), pending
+/// otherwise and signalled from <see cref="OnCompleted"/>. At most one operation is outstanding at a time, the rule
+/// of <see cref="SocketAsyncEventArgs"/> anyway. An operation started directly on a <see cref="Socket"/> (the classic
+/// pattern) still raises <see cref="SocketAsyncEventArgs.Completed"/>.
 /// </remarks>
 internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
 {
@@ -110,6 +106,7 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
         return default;
     }
 
+    // An override, in place for the life of the object: no handler is subscribed per operation.
     protected override void OnCompleted(SocketAsyncEventArgs e)
     {
         if (Interlocked.Exchange(ref _awaiting, 0) == 1)
