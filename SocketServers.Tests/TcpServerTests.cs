@@ -34,6 +34,37 @@ public sealed partial class TcpServerTests
 
     [Test]
     [CancelAfter(10_000)]
+    public async Task WriteAsync_ReceivedBytesWhileTheNextMessageIsHalfThere_RepliesArriveIntact(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        // The reply lies in the receive buffer, over which the unconsumed "say g" moves to its start after the call.
+        await client.SendAsync("say abc\nsay g", cancellationToken);
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+        await client.SendAsync("hi\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("abc"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("ghi"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task WriteAsync_ReceivedBytesThenOtherBytes_RepliesArriveInOrder(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("say abc\nxyz\nsay def\n", cancellationToken);
+
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("abc"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("XYZ"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("def"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
     public async Task Handler_MessageSpanningReceives_IsHandedOverWhole(CancellationToken cancellationToken)
     {
         var handler = new ScriptedHandler();
@@ -233,6 +264,24 @@ public sealed partial class TcpServerTests
 
     [Test]
     [CancelAfter(20_000)]
+    public async Task StopAsync_HalfSentMessageWrittenBackFromTheReceivedBytes_ClientGetsThemBeforeStreamEnds(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("say hal", cancellationToken);
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+
+        Task stop = server.StopAsync(cancellationToken);
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await stop;
+
+        Assert.That(rest, Is.EqualTo("hal"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
     public async Task StopAsync_RequestInFlight_ReplySentBeforeStreamEnds(CancellationToken cancellationToken)
     {
         var handler = new ScriptedHandler();
@@ -316,6 +365,7 @@ public sealed partial class TcpServerTests
             int consumed = 0;
             while (data.Span[consumed..].IndexOf((byte)'\n') is var end and >= 0)
             {
+                int start = consumed;
                 string line = Encoding.ASCII.GetString(data.Span.Slice(consumed, end));
                 consumed += end + 1;
                 ((StrongBox<int>)connection.State!).Value++;
@@ -349,6 +399,10 @@ public sealed partial class TcpServerTests
                         return data.Length;
                     case ["throw"]:
                         throw new InvalidOperationException("the script says so");
+                    case ["say", _]:
+                        // The rest of the line and its newline, written from the bytes received.
+                        await connection.WriteAsync(data.Slice(start + 4, end - 3));
+                        break;
                     default:
                         await connection.WriteAsync(Encoding.ASCII.GetBytes(line.ToUpperInvariant() + "\n"));
                         break;
@@ -364,7 +418,9 @@ public sealed partial class TcpServerTests
         }
 
         public override ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed)
-            => connection.WriteAsync(Encoding.ASCII.GetBytes($"unfinished: {Encoding.ASCII.GetString(unconsumed.Span)}\n"));
+            => unconsumed.Span.StartsWith("say "u8)
+                ? connection.WriteAsync(unconsumed[4..])
+                : connection.WriteAsync(Encoding.ASCII.GetBytes($"unfinished: {Encoding.ASCII.GetString(unconsumed.Span)}\n"));
 
         public override void OnClosed(TcpConnection connection)
             => Closed.TrySetResult(((StrongBox<int>)connection.State!).Value);

@@ -25,7 +25,8 @@ public abstract class TcpConnection
     public object? State { get; set; }
 
     /// <summary>Writes <paramref name="data"/> to the connection: copies it to the send buffer, which is sent when it
-    /// fills, when the handler's call returns, or on <see cref="FlushAsync"/>.</summary>
+    /// fills, when the handler's call returns, or on <see cref="FlushAsync"/>. Bytes of the data the handler's call
+    /// was given are sent from the receive buffer instead, without a copy.</summary>
     /// <param name="data">The bytes; the caller may reuse them once the task has completed.</param>
     /// <returns>A task that completes, most often at once, when the bytes are buffered or sent; it waits while the
     /// kernel's send buffer is full, which is the backpressure on a client that does not read.</returns>

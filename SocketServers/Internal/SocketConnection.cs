@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
@@ -77,6 +78,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // The loop's alone. The send buffer, held while written bytes wait to be sent: _sendLength of them.
     private PoolSlot<byte[]>? _send;
     private int _sendLength;
+
+    // The loop's alone. Written bytes that lie in the receive buffer, sent from there rather than copied: _directLength
+    // of them from _directOffset. Never both these and _sendLength; the loop sends them before it moves or gives back
+    // the receive buffer.
+    private int _directOffset;
+    private int _directLength;
 
     // Set once the loop is over; writes then throw.
     private bool _closed;
@@ -170,6 +177,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public override ValueTask WriteAsync(ReadOnlyMemory<byte> data)
     {
         ObjectDisposedException.ThrowIf(_closed, this);
+        if (_sendLength == 0 && TryWriteFromReceiveBuffer(data))
+        {
+            return default;
+        }
+
+        MoveDirectToSendBuffer();
         byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
         if (data.Length <= buffer.Length - _sendLength)
         {
@@ -185,7 +198,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public override ValueTask FlushAsync()
     {
         ObjectDisposedException.ThrowIf(_closed, this);
-        return _sendLength == 0 ? default : FlushOrThrowAsync();
+        return _sendLength == 0 && _directLength == 0 ? default : FlushOrThrowAsync();
     }
 
     /// <inheritdoc/>
@@ -211,6 +224,44 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             // It waits for the rest of a message: wake it, and it ends the stream after the handler's last word.
             Shutdown(SocketShutdown.Receive);
         }
+    }
+
+    /// <summary>Takes a write of received bytes (an echo, a forwarded part) as a span of the receive buffer, alone or
+    /// right after the span already taken; a copy would cost more than the rest of the reply's way to the kernel.</summary>
+    private bool TryWriteFromReceiveBuffer(ReadOnlyMemory<byte> data)
+    {
+        if (_receive is not { } receive || !MemoryMarshal.TryGetArray(data, out ArraySegment<byte> segment)
+            || !ReferenceEquals(segment.Array, receive.Object))
+        {
+            return false;
+        }
+
+        if (_directLength == 0)
+        {
+            _directOffset = segment.Offset;
+        }
+        else if (segment.Offset != _directOffset + _directLength)
+        {
+            return false;
+        }
+
+        _directLength += segment.Count;
+        return true;
+    }
+
+    /// <summary>Copies the written span of the receive buffer to the empty send buffer, before a write that does not follow it.</summary>
+    private void MoveDirectToSendBuffer()
+    {
+        if (_directLength == 0)
+        {
+            return;
+        }
+
+        // Both buffers are the server's buffer size, so the span fits the empty send buffer.
+        byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
+        _receive!.Object.AsSpan(_directOffset, _directLength).CopyTo(buffer);
+        _sendLength = _directLength;
+        _directLength = 0;
     }
 
     /// <summary>Fills the send buffer, sends it when full, and goes on; data at least a buffer long goes out directly.</summary>
@@ -250,10 +301,17 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         }
     }
 
-    /// <summary>Sends what the send buffer holds, and keeps the buffer.</summary>
+    /// <summary>Sends what was written: the span of the receive buffer or what the send buffer holds; keeps the buffers.</summary>
     /// <returns>The socket error of the send, or <see cref="SocketError.Success"/>.</returns>
     private ValueTask<SocketError> SendBufferedAsync()
     {
+        if (_directLength != 0)
+        {
+            int direct = _directLength;
+            _directLength = 0;
+            return SendAllAsync(_receive!.Object, _directOffset, direct);
+        }
+
         int length = _sendLength;
         _sendLength = 0;
         return length == 0 ? new(SocketError.Success) : SendAllAsync(_send!.Object, 0, length);
@@ -415,9 +473,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             await _handler.OnInputEndedAsync(this, _receive!.Object.AsMemory(0, _pending)).ConfigureAwait(false);
         }
 
+        // Sent before the receive buffer goes back: the replies may lie in it.
+        SocketError error = await FlushAndReleaseAsync().ConfigureAwait(false);
         _pending = 0;
         ReleaseReceiveBuffer();
-        SocketError error = await FlushAndReleaseAsync().ConfigureAwait(false);
         Interlocked.Exchange(ref _phase, Ended);
         if (error != SocketError.Success)
         {
@@ -479,17 +538,18 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
 
             _pending = available - consumed;
-            if (_pending > 0 && consumed > 0)
-            {
-                buffer.AsSpan(consumed, _pending).CopyTo(buffer);
-            }
-
             _owner.Count.MessageEchoed();
             _owner.Logger.ConnectionEchoed(_id, received);
             error = await FlushAndReleaseAsync().ConfigureAwait(false);
             if (error != SocketError.Success)
             {
                 return (false, error);
+            }
+
+            // Only now that the replies are sent: they may lie in the bytes this moves.
+            if (_pending > 0 && consumed > 0)
+            {
+                buffer.AsSpan(consumed, _pending).CopyTo(buffer);
             }
 
             if (_pending == buffer.Length)
@@ -549,6 +609,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     private void ReleaseReceiveBuffer()
     {
+        Debug.Assert(_directLength == 0 || _closed, "a reply in the receive buffer is sent before the buffer goes back");
         if (_receive is { } receive)
         {
             _receive = null;
@@ -566,6 +627,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         {
             // Whatever the log line or the handler did (either may throw), the socket closes, the buffers and the args go back.
             _closed = true;
+            _directLength = 0;
             _socket.Dispose();
             ReleaseReceiveBuffer();
             if (_send is { } send)
