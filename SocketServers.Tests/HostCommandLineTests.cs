@@ -139,9 +139,9 @@ public sealed class HostCommandLineTests
             .AddInMemoryCollection(commandLine.ToConfiguration(result))
             .Build();
         var tcp = new TcpEchoServerOptions();
-        EchoServerOptionsBinder.Bind(configuration.GetSection(HostSettings.TcpSection), tcp);
+        SocketServerOptionsBinder.Bind(configuration.GetSection(HostSettings.TcpSection), tcp);
         var udp = new UdpEchoServerOptions();
-        EchoServerOptionsBinder.Bind(configuration.GetSection(HostSettings.UdpSection), udp);
+        SocketServerOptionsBinder.Bind(configuration.GetSection(HostSettings.UdpSection), udp);
         return (HostSettings.Read(configuration), tcp, udp);
     }
 }

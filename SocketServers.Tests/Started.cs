@@ -4,7 +4,7 @@ namespace SocketServers.Tests;
 internal static class Started
 {
     public static async Task<TServer> StartAsync<TServer>(TServer server, CancellationToken cancellationToken)
-        where TServer : EchoServer
+        where TServer : SocketServer
     {
         try
         {

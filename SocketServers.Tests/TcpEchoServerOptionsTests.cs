@@ -9,7 +9,7 @@ public sealed class TcpEchoServerOptionsTests
         var options = new TcpEchoServerOptions();
 
         Assert.That(options.Address, Is.EqualTo(System.Net.IPAddress.Loopback));
-        Assert.That(options.Port, Is.EqualTo(EchoServerOptions.DefaultPort));
+        Assert.That(options.Port, Is.EqualTo(SocketServerOptions.DefaultPort));
         Assert.That(options.MaxConnections, Is.EqualTo(1000));
         Assert.That(options.BufferSize, Is.EqualTo(8192));
         Assert.That(options.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(60)));

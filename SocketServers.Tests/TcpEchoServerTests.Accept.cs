@@ -56,7 +56,7 @@ public sealed partial class TcpEchoServerTests
         await Task.WhenAll(first.Concat(rest));
         await WaitForIdleAsync(server, cancellationToken);
 
-        EchoServerCounters counters = server.Counters;
+        SocketServerCounters counters = server.Counters;
         Assert.That(counters.PeakConnections, Is.EqualTo(Cap), "never more connections served at once than the cap");
         Assert.That(counters.TotalConnections, Is.EqualTo(Cap + Waiting));
         Assert.That(counters.Drops, Is.Zero);

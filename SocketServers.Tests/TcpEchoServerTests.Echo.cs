@@ -49,8 +49,8 @@ public sealed partial class TcpEchoServerTests
         await WaitForIdleAsync(server, cancellationToken);
 
         Assert.That(mismatches, Is.Zero);
-        EchoServerCounters counters = server.Counters;
-        Assert.That(counters.BytesEchoed, Is.EqualTo(bytesSent));
+        SocketServerCounters counters = server.Counters;
+        Assert.That(counters.BytesSent, Is.EqualTo(bytesSent));
         Assert.That(counters.TotalConnections, Is.EqualTo(Clients));
         Assert.That(counters.Drops, Is.Zero);
     }
@@ -116,7 +116,7 @@ public sealed partial class TcpEchoServerTests
         client.Shutdown(SocketShutdown.Send);
         Assert.That(await client.ReceiveAsync(new byte[1], SocketFlags.None, cancellationToken), Is.Zero);
         await WaitForIdleAsync(server, cancellationToken);
-        Assert.That(server.Counters.BytesEchoed, Is.EqualTo(data.Length));
+        Assert.That(server.Counters.BytesSent, Is.EqualTo(data.Length));
     }
 
     [Test]

@@ -98,9 +98,9 @@ public sealed partial class TcpEchoServerTests
 
         // The streaming client streams, in the window after its slow one; the second waiting client must take the
         // place of the first, which goes quiet, once the first's own window has ended.
-        long before = server.Counters.BytesEchoed;
+        long before = server.Counters.BytesSent;
         Task<long> stream = StreamAsync(streaming, stopStreaming.Token);
-        await Poll.UntilAsync(() => server.Counters.BytesEchoed - before >= 64 * KiB, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.BytesSent - before >= 64 * KiB, cancellationToken);
         using Socket second = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await second.AssertEchoOnAsync(cancellationToken);
         await stopStreaming.CancelAsync();

@@ -11,7 +11,7 @@ public sealed partial class TcpEchoServerTests
     public async Task Metrics_ConnectionsEchoesAndDurations_ReportedForTheServer(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
-        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await held.AssertEchoOnAsync(cancellationToken);
         using Socket queued = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
@@ -30,8 +30,8 @@ public sealed partial class TcpEchoServerTests
         }
 
         Assert.That(afterwards["socketservers.active_connections"], Is.Zero);
-        Assert.That(afterwards["socketservers.messages"], Is.EqualTo(server.Counters.MessagesEchoed).And.EqualTo(2));
-        Assert.That(afterwards["socketservers.sent_bytes"], Is.EqualTo(server.Counters.BytesEchoed).And.EqualTo(6));
+        Assert.That(afterwards["socketservers.messages"], Is.EqualTo(server.Counters.MessagesHandled).And.EqualTo(2));
+        Assert.That(afterwards["socketservers.sent_bytes"], Is.EqualTo(server.Counters.BytesSent).And.EqualTo(6));
         Assert.That(afterwards["socketservers.rejected_connections"], Is.Zero);
         Assert.That(meter.Recorded("socketservers.connection.duration"), Has.Count.EqualTo(2));
         Assert.That(meter.Recorded("socketservers.connection.duration").Select(m => m.Tags["network.transport"]), Is.All.EqualTo("tcp"));

@@ -28,7 +28,7 @@ public sealed partial class TcpEchoServerTests
 
             await server.StopAsync(cancellationToken);
 
-            EchoServerCounters counters = server.Counters;
+            SocketServerCounters counters = server.Counters;
             Assert.That(counters.CurrentConnections, Is.Zero);
             Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
             Assert.That(server.StopAsync(cancellationToken).IsCompletedSuccessfully, Is.True, "a second stop is harmless");
@@ -87,7 +87,7 @@ public sealed partial class TcpEchoServerTests
         {
             var endOfStream = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
             Task<SocketError> writer = WriteCountingUntilAsync(client, endOfStream.Task, cancellationToken);
-            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesHandled > 0, cancellationToken);
 
             Task stop = server.StopAsync(cancellationToken);
             (long received, SocketError readError) = await ReadCountingToEndAsync(client, cancellationToken);
@@ -96,7 +96,7 @@ public sealed partial class TcpEchoServerTests
             await stop;
 
             Assert.That(readError, Is.EqualTo(SocketError.Success), "the client read to the end of the stream");
-            Assert.That(received, Is.EqualTo(server.Counters.BytesEchoed), "every byte counted as echoed reached the client");
+            Assert.That(received, Is.EqualTo(server.Counters.BytesSent), "every byte counted as echoed reached the client");
             Assert.That(writeError, Is.EqualTo(SocketError.Success), "the client's writes were not reset");
             Assert.That(server.Counters.Drops, Is.Zero, "the connection ended gracefully");
         }
@@ -227,7 +227,7 @@ public sealed partial class TcpEchoServerTests
     private static async Task<Task> WriteWithoutReadingAsync(TcpEchoServer server, Socket client, CancellationToken cancellationToken)
     {
         Task writer = client.SendAllAsync(new byte[64 * MiB], cancellationToken);
-        await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.MessagesHandled > 0, cancellationToken);
         return writer;
     }
 
@@ -236,7 +236,7 @@ public sealed partial class TcpEchoServerTests
     /// (the write fails if the server reset the connection, or completes into the server's discarding).</summary>
     private static async Task AssertCutOffWithEveryArgsBackAsync(TcpEchoServer server, Socket client, Task writer, CancellationToken cancellationToken)
     {
-        EchoServerCounters counters = server.Counters;
+        SocketServerCounters counters = server.Counters;
         Assert.That(counters.CurrentConnections, Is.Zero);
         Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
         Assert.That(counters.Drops, Is.EqualTo(1), "closed at the end of the grace period, not by the client");

@@ -105,7 +105,7 @@ public sealed partial class TcpServerTests
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
         await client.SendAsync("metered\n", cancellationToken);
         await client.ReadLineAsync(cancellationToken);
-        await Poll.UntilAsync(() => server.Counters.BytesEchoed > 0, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.BytesSent > 0, cancellationToken);
 
         listener.RecordObservableInstruments();
 

@@ -121,7 +121,7 @@ public sealed partial class TcpServerTests
 
         Assert.That(reply, Is.EqualTo(ScriptedHandler.Pattern(size)));
         Assert.That(await client.ReadLineAsync(cancellationToken), Is.Empty, "the reply ends with its newline");
-        await Poll.UntilAsync(() => server.Counters.BytesEchoed == size + 1, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.BytesSent == size + 1, cancellationToken);
     }
 
     [Test]

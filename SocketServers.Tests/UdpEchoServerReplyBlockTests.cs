@@ -53,7 +53,7 @@ public sealed class UdpEchoServerReplyBlockTests
 
         await UdpEchoTesting.WaitForIdleAsync(server, Datagrams, cancellationToken);
         Assert.That(mismatches, Is.Zero);
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(Datagrams));
         Assert.That(server.Counters.Drops, Is.Zero);
     }
 }

@@ -95,8 +95,8 @@ public sealed partial class UdpEchoServerTests
         await UdpEchoTesting.WaitForIdleAsync(server, Senders * PerSender, cancellationToken);
 
         Assert.That(mismatches, Is.All.Zero);
-        EchoServerCounters counters = server.Counters;
-        Assert.That(counters.MessagesEchoed, Is.EqualTo(Senders * PerSender));
+        SocketServerCounters counters = server.Counters;
+        Assert.That(counters.MessagesHandled, Is.EqualTo(Senders * PerSender));
         Assert.That(counters.Drops, Is.Zero);
         if (processing == UdpProcessing.ReplyBlock)
         {
@@ -121,7 +121,7 @@ public sealed partial class UdpEchoServerTests
     {
         const int MaxSize = 1024;
         await using var server = await StartAsync(options => options.MaxDatagramSize = MaxSize, cancellationToken);
-        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + bytesOverLimit).ToArray();
@@ -143,7 +143,7 @@ public sealed partial class UdpEchoServerTests
         Assert.That(echoes, Is.EquivalentTo(new[] { largest, small }), "only the datagrams that fit come back, whole");
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(2));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(2));
         AssertOneDropMetered(meter, "too_large");
     }
 
@@ -163,7 +163,7 @@ public sealed partial class UdpEchoServerTests
                 await gone.SendToAsync(new byte[] { 7, 7, (byte)i }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             }
 
-            await Poll.UntilAsync(() => server.Counters.MessagesEchoed + server.Counters.Drops == 10, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesHandled + server.Counters.Drops == 10, cancellationToken);
         }
 
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
@@ -217,7 +217,7 @@ public sealed partial class UdpEchoServerTests
         await UdpEchoTesting.WaitForIdleAsync(server, Senders * PerSender, cancellationToken);
 
         Assert.That(mismatches, Is.All.Zero, "every sender gets exactly its own datagrams back");
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Senders * PerSender));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(Senders * PerSender));
         Assert.That(server.LocalEndPoint!.AddressFamily, Is.EqualTo(AddressFamily.InterNetworkV6));
     }
 
@@ -323,7 +323,7 @@ public sealed partial class UdpEchoServerTests
         await UdpEchoTesting.WaitForIdleAsync(server, Warmup + Measured, cancellationToken);
 
         Assert.That(shortEchoes, Is.Zero);
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Warmup + Measured));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(Warmup + Measured));
         Assert.That(serverBytesPerDatagram, Is.LessThan(MaxBytesPerDatagram), $"the server allocated {serverBytesPerDatagram:F2} B per echoed datagram");
     }
 }

@@ -44,7 +44,7 @@ public sealed partial class UdpEchoServerTests
             await UdpEchoTesting.WaitForIdleAsync(server, Datagrams, cancellationToken);
 
             Assert.That(server.LoopRestarts, Is.EqualTo(Faults));
-            Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(Datagrams));
+            Assert.That(server.Counters.MessagesHandled, Is.EqualTo(Datagrams));
             Assert.That(server.Counters.Drops, Is.Zero);
         }
 
@@ -82,7 +82,7 @@ public sealed partial class UdpEchoServerTests
         await using (server)
         {
             await server.StartAsync(cancellationToken);
-            using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+            using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
             await ProcessCpu.WaitUntilQuietAsync(cancellationToken);
 
             // The receive under way ends with this datagram; every receive after it fails.
@@ -113,7 +113,7 @@ public sealed partial class UdpEchoServerTests
         var logger = new ThrowOnceLogger("UDP echoed");
         await using var server = new UdpEchoServer(Options(_ => { }), logger);
         await server.StartAsync(cancellationToken);
-        using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
         using Socket client = BoundClient();
 
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
@@ -180,14 +180,14 @@ public sealed partial class UdpEchoServerTests
         await using (var server = new UdpEchoServer(Options(options => options.FirstAnsweredPort = PortOf(high)), logger))
         {
             await server.StartAsync(cancellationToken);
-            using var meter = new EchoMeterReader(server.LocalEndPoint!.Port);
+            using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
             await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
             await EchoEachAsync(server, high, datagrams: 1, cancellationToken);
             await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 2, cancellationToken);
 
             Assert.That(server.Counters.Drops, Is.EqualTo(1));
-            Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(1), "only the datagram from the higher port");
+            Assert.That(server.Counters.MessagesHandled, Is.EqualTo(1), "only the datagram from the higher port");
             AssertOneDropMetered(meter, "privileged_port");
         }
 
@@ -212,7 +212,7 @@ public sealed partial class UdpEchoServerTests
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
 
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(3));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(3));
         Assert.That(server.Counters.Drops, Is.Zero);
     }
 
@@ -236,7 +236,7 @@ public sealed partial class UdpEchoServerTests
         }
 
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 1, cancellationToken);
-        Assert.That(server.Counters.MessagesEchoed, Is.EqualTo(allow ? 1 : 0));
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(allow ? 1 : 0));
         Assert.That(server.Counters.Drops, Is.EqualTo(allow ? 0 : 1));
     }
 
@@ -254,7 +254,7 @@ public sealed partial class UdpEchoServerTests
         return client;
     }
 
-    private static void AssertOneDropMetered(EchoMeterReader meter, string reason)
+    private static void AssertOneDropMetered(SocketServersMeterReader meter, string reason)
     {
         var dropped = meter.Recorded("socketservers.dropped_datagrams");
         Assert.That(dropped, Has.Count.EqualTo(1));

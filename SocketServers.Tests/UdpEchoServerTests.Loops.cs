@@ -25,22 +25,22 @@ public sealed partial class UdpEchoServerTests
         await using UdpEchoServer first = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
         IPEndPoint firstEndPoint = first.LocalEndPoint!;
         await using UdpEchoServer second = await StartOnSecondLoopbackAddressAsync(firstEndPoint.Port, cancellationToken);
-        using var meter = new EchoMeterReader(firstEndPoint.Port);
+        using var meter = new SocketServersMeterReader(firstEndPoint.Port);
 
         forger.Send(source: second.LocalEndPoint!, destination: firstEndPoint, s_forgedPayload);
-        await Poll.UntilAsync(() => first.Counters is var c && c.MessagesEchoed + c.Drops >= 1, cancellationToken);
+        await Poll.UntilAsync(() => first.Counters is var c && c.MessagesHandled + c.Drops >= 1, cancellationToken);
         await ProbeAsync(first, cancellationToken);
         await ProbeAsync(second, cancellationToken);
 
-        Assert.That((first.Counters.Drops, first.Counters.MessagesEchoed), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
-        Assert.That((second.Counters.Drops, second.Counters.MessagesEchoed), Is.EqualTo((0, 1)), "only the probe reached the second instance");
+        Assert.That((first.Counters.Drops, first.Counters.MessagesHandled), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
+        Assert.That((second.Counters.Drops, second.Counters.MessagesHandled), Is.EqualTo((0, 1)), "only the probe reached the second instance");
         AssertOneDropMetered(meter, "echo_server_port");
     }
 
     // The server itself as the sender (it would answer itself for ever), and the console host's default port, where
     // another instance of this server most likely listens.
     [TestCase(0)]
-    [TestCase(EchoServerOptions.DefaultPort)]
+    [TestCase(SocketServerOptions.DefaultPort)]
     [CancelAfter(30_000)]
     public async Task Echo_ForgedSenderOnAnEchoServerPort_DroppedAndNothingEchoed(int senderPort, CancellationToken cancellationToken)
     {
@@ -50,10 +50,10 @@ public sealed partial class UdpEchoServerTests
         var sender = new IPEndPoint(IPAddress.Loopback, senderPort == 0 ? serverEndPoint.Port : senderPort);
 
         forger.Send(sender, serverEndPoint, s_forgedPayload);
-        await Poll.UntilAsync(() => server.Counters is var c && c.MessagesEchoed + c.Drops >= 1, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters is var c && c.MessagesHandled + c.Drops >= 1, cancellationToken);
         await ProbeAsync(server, cancellationToken);
 
-        Assert.That((server.Counters.Drops, server.Counters.MessagesEchoed), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
+        Assert.That((server.Counters.Drops, server.Counters.MessagesHandled), Is.EqualTo((1, 1)), "the forged datagram dropped, the probe echoed");
     }
 
     // Two echo servers on different unprivileged ports: the limited one refuses the datagram over its limit, which
@@ -72,26 +72,26 @@ public sealed partial class UdpEchoServerTests
             },
             cancellationToken);
         await using UdpEchoServer other = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
-        using var meter = new EchoMeterReader(limited.LocalEndPoint!.Port);
+        using var meter = new SocketServersMeterReader(limited.LocalEndPoint!.Port);
 
         forger.Send(source: other.LocalEndPoint!, destination: limited.LocalEndPoint!, s_forgedPayload);
 
         // A limit that did not hold would let the loop run on: stop waiting far beyond any count the limit allows.
-        await Poll.UntilAsync(() => limited.Counters.Drops >= 1 || limited.Counters.MessagesEchoed > 100 * Limit, cancellationToken);
+        await Poll.UntilAsync(() => limited.Counters.Drops >= 1 || limited.Counters.MessagesHandled > 100 * Limit, cancellationToken);
         await ProbeAsync(limited, cancellationToken);
         await ProbeAsync(other, cancellationToken);
-        EchoServerCounters limitedAfter = limited.Counters;
-        EchoServerCounters otherAfter = other.Counters;
+        SocketServerCounters limitedAfter = limited.Counters;
+        SocketServerCounters otherAfter = other.Counters;
         await ProbeAsync(limited, cancellationToken);
         await ProbeAsync(other, cancellationToken);
 
         Assert.That(limited.Counters.Drops, Is.EqualTo(1), "the one datagram going back and forth, refused once");
         // One window's worth, or up to two when the loop straddles the start of a window; the probe on top.
-        Assert.That(limitedAfter.MessagesEchoed - 1, Is.InRange(Limit, 2 * Limit));
-        Assert.That(otherAfter.MessagesEchoed, Is.EqualTo(limitedAfter.MessagesEchoed), "the other server answered each reply, then the probe");
+        Assert.That(limitedAfter.MessagesHandled - 1, Is.InRange(Limit, 2 * Limit));
+        Assert.That(otherAfter.MessagesHandled, Is.EqualTo(limitedAfter.MessagesHandled), "the other server answered each reply, then the probe");
         Assert.That(
-            (limited.Counters.MessagesEchoed, other.Counters.MessagesEchoed),
-            Is.EqualTo((limitedAfter.MessagesEchoed + 1, otherAfter.MessagesEchoed + 1)),
+            (limited.Counters.MessagesHandled, other.Counters.MessagesHandled),
+            Is.EqualTo((limitedAfter.MessagesHandled + 1, otherAfter.MessagesHandled + 1)),
             "once the loop has ended, only the second probes are echoed");
         AssertOneDropMetered(meter, "rate_limited");
     }
@@ -122,7 +122,7 @@ public sealed partial class UdpEchoServerTests
     /// <summary>Echoes one datagram from a new client, then waits until <paramref name="server"/> is idle again.</summary>
     private static async Task ProbeAsync(UdpEchoServer server, CancellationToken cancellationToken)
     {
-        long before = server.Counters is var c ? c.MessagesEchoed + c.Drops : 0;
+        long before = server.Counters is var c ? c.MessagesHandled + c.Drops : 0;
         using Socket client = BoundClient();
         await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
         await UdpEchoTesting.WaitForIdleAsync(server, before + 1, cancellationToken);

@@ -30,10 +30,10 @@ public sealed partial class UdpEchoServerTests
                 await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             }
 
-            await Poll.UntilAsync(() => server.Counters.MessagesEchoed > 0, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.MessagesHandled > 0, cancellationToken);
             await server.StopAsync(cancellationToken);
 
-            EchoServerCounters counters = server.Counters;
+            SocketServerCounters counters = server.Counters;
             Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
             Assert.That(server.IsRunning, Is.False);
             Assert.That(server.StopAsync(cancellationToken).IsCompletedSuccessfully, Is.True, "a second stop is harmless");
@@ -74,9 +74,9 @@ public sealed partial class UdpEchoServerTests
 
         await StopWithoutCancellingAsync(server, cancellationToken);
 
-        EchoServerCounters counters = server.Counters;
+        SocketServerCounters counters = server.Counters;
         Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount), "every args back in the pool");
-        Assert.That(counters.MessagesEchoed, Is.EqualTo(1));
+        Assert.That(counters.MessagesHandled, Is.EqualTo(1));
         Assert.That(server.IsRunning, Is.False);
         await server.DisposeAsync();
     }

@@ -47,7 +47,7 @@ internal static class UdpEchoTesting
     public static Task WaitForIdleAsync(UdpEchoServer server, long datagrams, CancellationToken cancellationToken)
     {
         return Poll.UntilAsync(
-            () => server.Counters is var c && c.MessagesEchoed + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - server.ConcurrentReceives,
+            () => server.Counters is var c && c.MessagesHandled + c.Drops >= datagrams && c.PoolAvailableCount == c.PoolTotalCount - server.ConcurrentReceives,
             cancellationToken);
     }
 }

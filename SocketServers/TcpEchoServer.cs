@@ -15,13 +15,13 @@ namespace SocketServers;
 public sealed class TcpEchoServer : TcpServer
 {
     /// <summary>Creates a TCP echo server with the default <see cref="TcpEchoServerOptions"/>
-    /// (127.0.0.1, port <see cref="EchoServerOptions.DefaultPort"/>).</summary>
+    /// (127.0.0.1, port <see cref="SocketServerOptions.DefaultPort"/>).</summary>
     public TcpEchoServer()
         : this(new TcpEchoServerOptions())
     {
     }
 
-    /// <summary>Creates a TCP echo server that logs nothing; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a TCP echo server that logs nothing; it does not bind until <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options)
@@ -29,7 +29,7 @@ public sealed class TcpEchoServer : TcpServer
     {
     }
 
-    /// <summary>Creates a TCP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a TCP echo server; it does not bind until <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="logger">Where the server logs: start and stop at Information, connections at Debug, each echo at
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>

@@ -136,7 +136,7 @@ public partial class TcpServer
             return true;
         }
 
-        EchoMetrics.Error(this, "accept", error.ToString());
+        SocketServerMetrics.Error(this, "accept", error.ToString());
         if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
         {
             Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));

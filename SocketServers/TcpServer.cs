@@ -18,7 +18,7 @@ namespace SocketServers;
 /// or are rejected, so memory stays bounded. An idle connection holds no buffer; a connection reads again only after
 /// what the handler wrote was sent. SocketServers/README.md gives the stop, idle and eviction rules. Every member is thread-safe.
 /// </remarks>
-public partial class TcpServer : EchoServer, ITcpConnectionOwner
+public partial class TcpServer : SocketServer, ITcpConnectionOwner
 {
     // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
     private const int IpProtocolTcp = 6;
@@ -76,13 +76,13 @@ public partial class TcpServer : EchoServer, ITcpConnectionOwner
     private int _holdingSlots;
 
     /// <summary>Creates a TCP server whose connections <paramref name="handler"/> serves; it does not bind until
-    /// <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="handler">The protocol: called for every connection.</param>
     /// <param name="logger">Where the server logs: start and stop at Information, connections at Debug, each receive at
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
-    [SuppressMessage("ApiDesign", "RS0022", Justification = "EchoServer has no protected members for a subclass to reach.")]
+    [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger = null)
         : this(options, handler, logger, faults: null, time: null, poolKind: "tcp")
     {
@@ -231,7 +231,7 @@ public partial class TcpServer : EchoServer, ITcpConnectionOwner
 
     void ITcpConnectionOwner.OnConnectionClosed(SocketConnection connection, TimeSpan duration)
     {
-        EchoMetrics.ConnectionClosed(this, duration);
+        SocketServerMetrics.ConnectionClosed(this, duration);
         _sweep.Remove(connection);
         _perAddressLimit.Release(connection.RemoteAddress);
         Count.ConnectionClosed();

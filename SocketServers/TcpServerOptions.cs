@@ -6,8 +6,8 @@ namespace SocketServers;
 /// <remarks>Memory is bounded by <see cref="MaxConnections"/> × 2 × <see cref="BufferSize"/>: one pooled args
 /// per connection, a receive buffer while it has input to handle (or part of a message), and a send buffer while it has
 /// output to send. Every setter checks its value. Not thread-safe.</remarks>
-[SuppressMessage("ApiDesign", "RS0022", Justification = "EchoServerOptions has no protected members for a subclass to reach.")]
-public class TcpServerOptions : EchoServerOptions
+[SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServerOptions has no protected members for a subclass to reach.")]
+public class TcpServerOptions : SocketServerOptions
 {
     /// <summary>The largest accepted <see cref="MaxConnections"/>: 1,000,000.</summary>
     public const int MaxConnectionsLimit = 1_000_000;

@@ -12,13 +12,13 @@ namespace SocketServers;
 public sealed class UdpEchoServer : UdpServer
 {
     /// <summary>Creates a UDP echo server with the default <see cref="UdpEchoServerOptions"/>
-    /// (127.0.0.1, port <see cref="EchoServerOptions.DefaultPort"/>).</summary>
+    /// (127.0.0.1, port <see cref="SocketServerOptions.DefaultPort"/>).</summary>
     public UdpEchoServer()
         : this(new UdpEchoServerOptions())
     {
     }
 
-    /// <summary>Creates a UDP echo server that logs nothing; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a UDP echo server that logs nothing; it does not bind until <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public UdpEchoServer(UdpEchoServerOptions options)
@@ -26,7 +26,7 @@ public sealed class UdpEchoServer : UdpServer
     {
     }
 
-    /// <summary>Creates a UDP echo server; it does not bind until <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <summary>Creates a UDP echo server; it does not bind until <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="logger">Where the server logs: start and stop at Information, ICMP reports and failed replies at
     /// Debug, each echo at Trace, dropped datagrams and failures at Warning and Error; <see langword="null"/> for

@@ -1,6 +1,6 @@
 namespace SocketServers;
 
-/// <summary>How a <see cref="UdpEchoServer"/> receives datagrams and sends their replies.</summary>
+/// <summary>How a <see cref="UdpServer"/> receives datagrams and sends their replies.</summary>
 public enum UdpProcessing
 {
     /// <summary>

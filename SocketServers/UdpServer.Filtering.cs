@@ -28,7 +28,7 @@ public partial class UdpServer
     /// <summary>Which datagrams the server drops for where they come from, for the start's log line.</summary>
     private string DroppedSourcesText() => string.Create(
         CultureInfo.InvariantCulture,
-        $"{(_firstAnsweredPort == 0 ? "every source port answered but" : $"source ports below {_firstAnsweredPort},")} {_ownPort} and {EchoServerOptions.DefaultPort} dropped{(_replyLimiter is null ? string.Empty : $", at most {_maxRepliesPerEndpoint} replies a second per sender")}");
+        $"{(_firstAnsweredPort == 0 ? "every source port answered but" : $"source ports below {_firstAnsweredPort},")} {_ownPort} and {SocketServerOptions.DefaultPort} dropped{(_replyLimiter is null ? string.Empty : $", at most {_maxRepliesPerEndpoint} replies a second per sender")}");
 
     /// <returns>Whether the datagram in <paramref name="args"/> may be answered; if not, it is counted as a drop and
     /// logged.</returns>
@@ -41,7 +41,7 @@ public partial class UdpServer
         }
 
         int port = sender.Port;
-        return (port >= _firstAnsweredPort && port != _ownPort && port != EchoServerOptions.DefaultPort && _replyLimiter is null)
+        return (port >= _firstAnsweredPort && port != _ownPort && port != SocketServerOptions.DefaultPort && _replyLimiter is null)
             || MayAnswerFiltered(args, sender);
     }
 
@@ -53,19 +53,19 @@ public partial class UdpServer
         int port = sender.Port;
         if (port < _firstAnsweredPort)
         {
-            Drop(args, DroppedFromPrivilegedPort, _privilegedPortWarnings, EchoServerLog.DatagramFromPrivilegedPort, _firstAnsweredPort);
+            Drop(args, DroppedFromPrivilegedPort, _privilegedPortWarnings, SocketServerLog.DatagramFromPrivilegedPort, _firstAnsweredPort);
             return false;
         }
 
-        if (port == _ownPort || port == EchoServerOptions.DefaultPort)
+        if (port == _ownPort || port == SocketServerOptions.DefaultPort)
         {
-            Drop(args, DroppedFromEchoServerPort, _echoServerPortWarnings, EchoServerLog.DatagramFromEchoServerPort, port);
+            Drop(args, DroppedFromEchoServerPort, _echoServerPortWarnings, SocketServerLog.DatagramFromEchoServerPort, port);
             return false;
         }
 
         if (_replyLimiter is { } limiter && !limiter.TryAcquire(sender))
         {
-            Drop(args, DroppedOverRateLimit, _rateLimitWarnings, EchoServerLog.DatagramOverReplyLimit, _maxRepliesPerEndpoint);
+            Drop(args, DroppedOverRateLimit, _rateLimitWarnings, SocketServerLog.DatagramOverReplyLimit, _maxRepliesPerEndpoint);
             return false;
         }
 
@@ -84,7 +84,7 @@ public partial class UdpServer
                     args,
                     DroppedTooLarge,
                     _oversizedWarnings,
-                    EchoServerLog.DatagramTooLarge,
+                    SocketServerLog.DatagramTooLarge,
                     _maxDatagramSize);
                 return true;
             case SocketError.ConnectionReset:
@@ -119,7 +119,7 @@ public partial class UdpServer
     /// <param name="args">The datagram's args; its sender goes into the warning.</param>
     /// <param name="reason">Why, for the meter.</param>
     /// <param name="warnings">The limiter of this kind of warning.</param>
-    /// <param name="warning">The warning's <see cref="EchoServerLog"/> method: the sender, <paramref name="limit"/> and the suppressed note.</param>
+    /// <param name="warning">The warning's <see cref="SocketServerLog"/> method: the sender, <paramref name="limit"/> and the suppressed note.</param>
     /// <param name="limit">The setting the datagram broke.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, Action<ILogger, IPEndPoint?, int, string> warning, int limit)
@@ -131,12 +131,12 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Counts a datagram that is not answered: in <see cref="EchoServerCounters.Drops"/>, and in the
+    /// <summary>Counts a datagram that is not answered: in <see cref="SocketServerCounters.Drops"/>, and in the
     /// meter's socketservers.dropped_datagrams with <paramref name="reason"/>.</summary>
     private void CountDatagramDropped(string reason)
     {
         Count.Dropped();
-        EchoMetrics.DatagramDropped(this, reason);
+        SocketServerMetrics.DatagramDropped(this, reason);
     }
 
     /// <summary>What a receive loop does with a receive's outcome.</summary>

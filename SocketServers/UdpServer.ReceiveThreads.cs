@@ -40,7 +40,7 @@ public partial class UdpServer
             {
                 // A process that exits without stopping the server is not kept alive by a blocked receive.
                 IsBackground = true,
-                Name = "UDP echo receive",
+                Name = "UDP receive",
             };
             thread.UnsafeStart();
             threads[i] = ended.Task;
@@ -70,7 +70,7 @@ public partial class UdpServer
     }
 
     /// <summary>The body of a receive thread: runs <see cref="ReceiveAndReply"/> until the server stops, again
-    /// after <see cref="EchoServer.RestartDelay"/> when it fails.</summary>
+    /// after <see cref="SocketServer.RestartDelay"/> when it fails.</summary>
     private void RunReceiveThread(Socket socket)
     {
         while (true)

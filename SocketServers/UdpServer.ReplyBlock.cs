@@ -229,7 +229,7 @@ public partial class UdpServer
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void OnReplyFaulted(Exception exception)
     {
-        EchoMetrics.Error(this, "reply", EchoMetrics.ErrorType(exception));
+        SocketServerMetrics.Error(this, "reply", SocketServerMetrics.ErrorType(exception));
         try
         {
             if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))

@@ -16,7 +16,7 @@ namespace SocketServers;
 /// with the load. Loop-prone, oversized and over-rate datagrams are dropped and counted. SocketServers/README.md
 /// says how receives share the port, what is logged, and how failed loops restart. Every member is thread-safe.
 /// </remarks>
-public partial class UdpServer : EchoServer
+public partial class UdpServer : SocketServer
 {
     private readonly IPEndPoint _endPoint;
     private readonly int _maxDatagramSize;
@@ -55,14 +55,14 @@ public partial class UdpServer : EchoServer
     private Task _receiveLoops = Task.CompletedTask;
 
     /// <summary>Creates a UDP server that answers datagrams with <paramref name="handler"/>; it does not bind until
-    /// <see cref="EchoServer.StartAsync"/>.</summary>
+    /// <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="handler">What answers each datagram; called from several threads at once.</param>
     /// <param name="logger">Where the server logs: start and stop at Information, ICMP reports and failed replies at
     /// Debug, each reply at Trace, dropped datagrams and failures at Warning and Error; <see langword="null"/> for
     /// nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
-    [SuppressMessage("ApiDesign", "RS0022", Justification = "EchoServer has no protected members for a subclass to reach.")]
+    [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
         : this(options, handler, logger, faults: null, poolKind: "udp-args")
     {
@@ -174,7 +174,7 @@ public partial class UdpServer : EchoServer
         => options.Processing == UdpProcessing.ReplyBlock ? SocketsFor(options) : options.EffectiveConcurrentReceives;
 
     /// <summary>How many sockets a server with <paramref name="options"/> binds: one for all its receives, unless
-    /// <see cref="EchoServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>
+    /// <see cref="SocketServerOptions.ReusePort"/> shares the port (Linux), when each receive has its own.</summary>
     /// <remarks>Sockets of one port spread over by the kernel (SO_REUSEPORT) are open to any later socket of the same
     /// user that asks for it too; without ReusePort the port must stay this server's alone, so one socket.</remarks>
     internal static int SocketsFor(UdpServerOptions options)
@@ -289,10 +289,10 @@ public partial class UdpServer : EchoServer
         {
             if (exception is null)
             {
-                Count.Echoed(length);
+                Count.DatagramHandled(length);
                 if (Logger.IsEnabled(LogLevel.Trace))
                 {
-                    Logger.DatagramEchoed(length, SenderOf(args));
+                    Logger.DatagramHandled(length, SenderOf(args));
                 }
             }
             else

@@ -9,8 +9,8 @@ namespace SocketServers;
 /// (<see cref="MaxDatagramSize"/> + 1), where receives is <see cref="ConcurrentReceives"/> or, by default, the number
 /// of processors (at most <see cref="MaxAutomaticConcurrentReceives"/>). Every setter checks its value.
 /// Not thread-safe.</remarks>
-[SuppressMessage("ApiDesign", "RS0022", Justification = "EchoServerOptions has no protected members for a subclass to reach.")]
-public class UdpServerOptions : EchoServerOptions
+[SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServerOptions has no protected members for a subclass to reach.")]
+public class UdpServerOptions : SocketServerOptions
 {
     /// <summary>The largest accepted <see cref="MaxDatagramSize"/>: 65535 bytes.</summary>
     public const int MaxDatagramSizeLimit = ushort.MaxValue;
@@ -58,13 +58,13 @@ public class UdpServerOptions : EchoServerOptions
     /// <see cref="UdpProcessing.ReplyBlock"/> one per two processors; at least 1, at most
     /// <see cref="MaxAutomaticConcurrentReceives"/>. With <see cref="UdpProcessing.ReceiveThreads"/>, the number of
     /// receive threads. With <see cref="UdpProcessing.ReplyBlock"/>, one receive per socket: one, unless
-    /// <see cref="EchoServerOptions.ReusePort"/> gives each of these receives a socket (.NET's socket engine completes a
+    /// <see cref="SocketServerOptions.ReusePort"/> gives each of these receives a socket (.NET's socket engine completes a
     /// socket's receives one at a time, and allocates for each pending beyond the first).</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     /// <remarks>
     /// <para>
     /// The receives wait on one socket, and the kernel hands each datagram to one of them, so a port in use is an error
-    /// and no later socket can join the port, whatever the number. With <see cref="EchoServerOptions.ReusePort"/> on
+    /// and no later socket can join the port, whatever the number. With <see cref="SocketServerOptions.ReusePort"/> on
     /// Linux each receive has a socket of its own, all bound to the one address and port, and the kernel sends each
     /// sender's datagrams to one of them (SO_REUSEPORT, chosen by a hash of the sender's address and port): the receives
     /// share no queue and no lock, a sender's echoes come back in the order it sent, and a single sender is served by
@@ -102,7 +102,7 @@ public class UdpServerOptions : EchoServerOptions
     }
 
     /// <summary>Whether datagrams from source ports below <see cref="FirstUnprivilegedPort"/> are echoed;
-    /// <see langword="false"/> by default, which drops them (counted in <see cref="EchoServerCounters.Drops"/>, and
+    /// <see langword="false"/> by default, which drops them (counted in <see cref="SocketServerCounters.Drops"/>, and
     /// logged as a warning a few times a second at most).</summary>
     /// <remarks>
     /// Services such as echo, chargen, DNS, NTP and TFTP answer from ports below 1024. A datagram that an attacker
@@ -114,7 +114,7 @@ public class UdpServerOptions : EchoServerOptions
 
     /// <summary>The most datagrams answered to one sender (address and port) a second, counted in one-second
     /// windows; 0, the default, answers every datagram. A datagram over the limit is dropped (counted in
-    /// <see cref="EchoServerCounters.Drops"/>, and logged as a warning a few times a second at most).</summary>
+    /// <see cref="SocketServerCounters.Drops"/>, and logged as a warning a few times a second at most).</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     /// <remarks>
     /// <para>

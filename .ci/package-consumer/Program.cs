@@ -91,7 +91,7 @@ using (var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30)))
 
     Check(echo.AsSpan().SequenceEqual(message), "the TCP echo server sends the message back");
     await server.StopAsync(timeout.Token);
-    Check(server.Counters.BytesEchoed == message.Length, "the server counted the bytes it echoed");
+    Check(server.Counters.BytesSent == message.Length, "the server counted the bytes it echoed");
 }
 
 foreach (string failure in failures)

@@ -78,7 +78,7 @@ internal sealed class HostCommandLine
         Row(ServersArgument(), value => [(HostSettings.ServersKey, value)]),
         Row(AddressOption(), value => [(Tcp + "Address", value!.ToString()), (Udp + "Address", value!.ToString())]),
         Row(
-            WholeNumber("--port", 0, IPEndPoint.MaxPort, EchoServerOptions.DefaultPort, "N", "The port, 0 picks a free one"),
+            WholeNumber("--port", 0, IPEndPoint.MaxPort, SocketServerOptions.DefaultPort, "N", "The port, 0 picks a free one"),
             value => [(Tcp + "Port", Text(value)), (Udp + "Port", Text(value))]),
         Row(
             WholeNumber("--max-connections", 1, TcpEchoServerOptions.MaxConnectionsLimit, 1000, "N", "TCP connections served at once"),

@@ -166,7 +166,7 @@ internal static class Program
     {
         // Listening to SIGUSR1 and SIGUSR2 before the servers say they listen: their default action ends the process.
         using var stats = new StatsPrinter(Console.Out, settings.StatsInterval);
-        EchoServer[] servers;
+        SocketServer[] servers;
         try
         {
             // Reading the servers' options, here and as they are resolved, may find them invalid.
@@ -175,7 +175,7 @@ internal static class Program
                 return ExitFailed;
             }
 
-            servers = [.. host.Services.GetServices<IHostedService>().OfType<EchoServer>()];
+            servers = [.. host.Services.GetServices<IHostedService>().OfType<SocketServer>()];
             await host.StartAsync().ConfigureAwait(false);
         }
         catch (Exception ex)
@@ -186,7 +186,7 @@ internal static class Program
             return failure is OptionsValidationException ? ExitUsage : ExitFailed;
         }
 
-        foreach (EchoServer server in servers)
+        foreach (SocketServer server in servers)
         {
             Console.WriteLine($"{Name(server)} listening on {server.LocalEndPoint}");
         }
@@ -198,14 +198,14 @@ internal static class Program
             await host.WaitForShutdownAsync().ConfigureAwait(false);
         }
 
-        foreach (EchoServer server in servers)
+        foreach (SocketServer server in servers)
         {
-            EchoServerCounters c = server.Counters;
+            SocketServerCounters c = server.Counters;
             Console.WriteLine(server switch
             {
-                TcpEchoServer => $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives and {c.BytesEchoed} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
-                TcpServer => $"resp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesEchoed} receives handled, {c.BytesEchoed} bytes sent, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
-                _ => $"udp: {c.MessagesEchoed} datagrams and {c.BytesEchoed} bytes echoed, {c.Drops} dropped datagrams",
+                TcpEchoServer => $"tcp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesHandled} receives and {c.BytesSent} bytes echoed, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
+                TcpServer => $"resp: {c.TotalConnections} connections (peak {c.PeakConnections}), {c.MessagesHandled} receives handled, {c.BytesSent} bytes sent, {c.Drops} dropped connections, {c.Rejected} rejected, {c.Evicted} evicted",
+                _ => $"udp: {c.MessagesHandled} datagrams and {c.BytesSent} bytes echoed, {c.Drops} dropped datagrams",
             });
         }
 
@@ -226,7 +226,7 @@ internal static class Program
     private static bool FitToOpenFileLimit(IServiceProvider services, HostSettings settings)
     {
         TcpServerOptions tcp = settings.Resp
-            ? services.GetRequiredService<IOptionsMonitor<TcpServerOptions>>().Get(EchoServerServiceCollectionExtensions.OptionsName<RespConnectionHandler>())
+            ? services.GetRequiredService<IOptionsMonitor<TcpServerOptions>>().Get(SocketServerServiceCollectionExtensions.OptionsName<RespConnectionHandler>())
             : services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
         int udpSockets = settings.RunUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
         if (OpenFileLimit.ForConnections(serverSockets: 1 + udpSockets) is not { } budget || budget.Connections >= tcp.MaxConnections)
@@ -249,7 +249,7 @@ internal static class Program
     }
 
     /// <summary>How the start and stop lines name <paramref name="server"/>.</summary>
-    private static string Name(EchoServer server) => server switch
+    private static string Name(SocketServer server) => server switch
     {
         TcpEchoServer => "tcp echo",
         UdpEchoServer => "udp echo",

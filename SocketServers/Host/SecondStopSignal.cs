@@ -9,7 +9,7 @@ namespace SocketServers.Host;
 /// </summary>
 internal sealed class SecondStopSignal : IDisposable
 {
-    private readonly IReadOnlyList<EchoServer> _servers;
+    private readonly IReadOnlyList<SocketServer> _servers;
     private readonly TextWriter _output;
     private readonly PosixSignalRegistration _interrupt;
     private readonly PosixSignalRegistration _terminate;
@@ -20,7 +20,7 @@ internal sealed class SecondStopSignal : IDisposable
     /// <summary>Starts listening for the signals.</summary>
     /// <param name="servers">The servers whose grace period a second signal ends.</param>
     /// <param name="output">Where the host says so.</param>
-    public SecondStopSignal(IReadOnlyList<EchoServer> servers, TextWriter output)
+    public SecondStopSignal(IReadOnlyList<SocketServer> servers, TextWriter output)
     {
         _servers = servers;
         _output = output;
@@ -45,7 +45,7 @@ internal sealed class SecondStopSignal : IDisposable
         context.Cancel = true;
         _output.WriteLine("Stopping now: closing what is still in flight.");
         var ended = new CancellationToken(canceled: true);
-        foreach (EchoServer server in _servers)
+        foreach (SocketServer server in _servers)
         {
             _ = server.StopAsync(ended);
         }

@@ -2,7 +2,7 @@ namespace SocketServers.Internal;
 
 /// <summary>
 /// A server's running counts, added to from every loop and connection at once; <see cref="Snapshot"/> reads them into
-/// the public <see cref="EchoServerCounters"/>.
+/// the public <see cref="SocketServerCounters"/>.
 /// </summary>
 /// <remarks>Every field is written with <see cref="Interlocked"/> and read with <see cref="Volatile"/> or
 /// <see cref="Interlocked.Read(ref readonly long)"/>, so counts from different threads are never lost; a snapshot is not
@@ -12,8 +12,8 @@ internal sealed class LiveCounters
     private int _currentConnections;
     private int _peakConnections;
     private long _totalConnections;
-    private long _messagesEchoed;
-    private long _bytesEchoed;
+    private long _messagesHandled;
+    private long _bytesSent;
     private long _drops;
     private long _rejected;
     private long _evicted;
@@ -28,12 +28,12 @@ internal sealed class LiveCounters
     /// <summary>Reads the counts, with the pool's, into a snapshot.</summary>
     /// <param name="pool">The server's args pool; <see langword="null"/> before the first start.</param>
     /// <returns>The snapshot.</returns>
-    public EchoServerCounters Snapshot(SocketArgsPool? pool) => new(
+    public SocketServerCounters Snapshot(SocketArgsPool? pool) => new(
         Volatile.Read(ref _currentConnections),
         Volatile.Read(ref _peakConnections),
         Interlocked.Read(ref _totalConnections),
-        Interlocked.Read(ref _messagesEchoed),
-        Interlocked.Read(ref _bytesEchoed),
+        Interlocked.Read(ref _messagesHandled),
+        Interlocked.Read(ref _bytesSent),
         Interlocked.Read(ref _drops),
         pool?.TotalCount ?? 0,
         pool?.AvailableCount ?? 0,
@@ -43,18 +43,18 @@ internal sealed class LiveCounters
     /// <summary>Counts a loop that starts again after a failure.</summary>
     public void LoopRestarted() => Interlocked.Increment(ref _loopRestarts);
 
-    /// <summary>Counts a message (a UDP datagram) echoed in full, with its bytes.</summary>
-    public void Echoed(int bytes)
+    /// <summary>Counts a UDP datagram handled, with the bytes of its reply (0 for none).</summary>
+    public void DatagramHandled(int bytesSent)
     {
-        Interlocked.Increment(ref _messagesEchoed);
-        Interlocked.Add(ref _bytesEchoed, bytes);
+        Interlocked.Increment(ref _messagesHandled);
+        Interlocked.Add(ref _bytesSent, bytesSent);
     }
 
-    /// <summary>Counts bytes of an echo as a send hands them to the kernel (TCP, which may send a message in parts).</summary>
-    public void BytesEchoed(int bytes) => Interlocked.Add(ref _bytesEchoed, bytes);
+    /// <summary>Counts bytes as a send hands them to the kernel (TCP, which may send a reply in parts).</summary>
+    public void BytesSent(int bytes) => Interlocked.Add(ref _bytesSent, bytes);
 
-    /// <summary>Counts a TCP receive whose bytes have all been sent back (<see cref="BytesEchoed"/> counted them).</summary>
-    public void MessageEchoed() => Interlocked.Increment(ref _messagesEchoed);
+    /// <summary>Counts a TCP receive handed to the handler (<see cref="BytesSent"/> counts what it sends).</summary>
+    public void MessageHandled() => Interlocked.Increment(ref _messagesHandled);
 
     /// <summary>Counts a dropped connection or datagram.</summary>
     public void Dropped() => Interlocked.Increment(ref _drops);

@@ -8,7 +8,7 @@ internal static class SocketBinding
 {
     /// <summary>Creates a socket bound to <paramref name="endPoint"/>, listening when <paramref name="listenBacklog"/> is
     /// positive; a failure leaves nothing open, and a bind failure becomes the <see cref="IOException"/> that
-    /// <see cref="EchoServer.StartAsync"/> documents.</summary>
+    /// <see cref="SocketServer.StartAsync"/> documents.</summary>
     /// <param name="endPoint">The address and port to bind.</param>
     /// <param name="protocol"><see cref="ProtocolType.Tcp"/> for a stream socket, else a datagram socket.</param>
     /// <param name="protocolName">"TCP" or "UDP", for messages.</param>
@@ -58,7 +58,7 @@ internal static class SocketBinding
     {
         if (!OperatingSystem.IsLinux())
         {
-            throw new PlatformNotSupportedException($"Sharing a port between processes (reuse-port) is supported on Linux only; the {protocolName} echo server cannot use it here.");
+            throw new PlatformNotSupportedException($"Sharing a port between processes (reuse-port) is supported on Linux only; the {protocolName} server cannot use it here.");
         }
 
         // Set alone, not through ReuseAddress, which on Linux also sets SO_REUSEADDR.

@@ -333,7 +333,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                     return _args.SocketError;
                 }
 
-                _owner.Count.BytesEchoed(_args.BytesTransferred);
+                _owner.Count.BytesSent(_args.BytesTransferred);
                 Volatile.Write(ref _lastActivity, Now());
             }
 
@@ -538,8 +538,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
 
             _pending = available - consumed;
-            _owner.Count.MessageEchoed();
-            _owner.Logger.ConnectionEchoed(_id, received);
+            _owner.Count.MessageHandled();
+            _owner.Logger.ConnectionReceiveHandled(_id, received);
             error = await FlushAndReleaseAsync().ConfigureAwait(false);
             if (error != SocketError.Success)
             {

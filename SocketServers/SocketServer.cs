@@ -8,16 +8,17 @@ using SocketServers.Internal;
 
 namespace SocketServers;
 
-/// <summary>The lifecycle and counters shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>: an RFC 862
-/// echo server whose every <see cref="SocketAsyncEventArgs"/> comes from a <see cref="SocketArgsPool"/>.</summary>
+/// <summary>The lifecycle and counters shared by <see cref="TcpServer"/> and <see cref="UdpServer"/>, whatever protocol
+/// their handler speaks: a server whose every <see cref="SocketAsyncEventArgs"/> comes from a
+/// <see cref="SocketArgsPool"/>.</summary>
 /// <remarks>
-/// A server starts once. <see cref="StopAsync"/> takes no new work, lets in-flight echoes finish within the stop grace
+/// A server starts once. <see cref="StopAsync"/> takes no new work, lets in-flight replies finish within the stop grace
 /// period, closes the rest and returns when every pooled args is back in the pool; <see cref="DisposeAsync"/> stops if
-/// needed and frees the pool. As an <see cref="IHostedService"/> (see <see cref="EchoServerServiceCollectionExtensions"/>),
+/// needed and frees the pool. As an <see cref="IHostedService"/> (see <see cref="SocketServerServiceCollectionExtensions"/>),
 /// the host's shutdown timeout cuts the grace period short. SocketServers/README.md says how a TCP connection drains.
 /// Every member is thread-safe.
 /// </remarks>
-public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
+public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposable
 {
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
@@ -48,7 +49,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     // Set once the stop closed work in flight at the end of the grace period.
     private bool _stopCutShort;
 
-    private protected EchoServer(EchoServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
+    private protected SocketServer(SocketServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
     {
         Logger = logger ?? NullLogger.Instance;
         Faults = faults ?? FaultInjection.None;
@@ -96,7 +97,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     }
 
     /// <summary>A snapshot of the counters; readable at any time, also after stop and dispose.</summary>
-    public EchoServerCounters Counters => Count.Snapshot(Volatile.Read(ref _pool));
+    public SocketServerCounters Counters => Count.Snapshot(Volatile.Read(ref _pool));
 
     /// <summary>"TCP" or "UDP", for messages.</summary>
     private protected string ProtocolName => Protocol == ProtocolType.Tcp ? "TCP" : "UDP";
@@ -139,7 +140,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     /// <exception cref="IOException">The address cannot be bound, for example because the port is in use;
     /// the inner exception is the <see cref="SocketException"/>. The server may then be started again.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled.</exception>
-    /// <exception cref="PlatformNotSupportedException"><see cref="EchoServerOptions.ReusePort"/> is set on a platform other than Linux.</exception>
+    /// <exception cref="PlatformNotSupportedException"><see cref="SocketServerOptions.ReusePort"/> is set on a platform other than Linux.</exception>
     public Task StartAsync(CancellationToken cancellationToken = default)
     {
         cancellationToken.ThrowIfCancellationRequested();
@@ -150,19 +151,19 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
             ObjectDisposedException.ThrowIf(_disposed, this);
             if (_state != State.Created)
             {
-                throw new InvalidOperationException($"The {ProtocolName} echo server has already been started or stopped; a server starts once.");
+                throw new InvalidOperationException($"The {ProtocolName} server has already been started or stopped; a server starts once.");
             }
 
             _localEndPoint = StartCore();
             _state = State.Running;
-            EchoMetrics.Track(this);
+            SocketServerMetrics.Track(this);
         }
 
         return Task.CompletedTask;
     }
 
     /// <summary>
-    /// Stops the server: no new connections or datagrams are taken, in-flight echoes get the stop grace
+    /// Stops the server: no new connections or datagrams are taken, in-flight replies get the stop grace
     /// period to finish, then what is left is closed. A TCP connection reads nothing more, sends back what it has
     /// read, ends its stream, and drops what the client still sends until the client closes, so that closing it
     /// resets nothing. The task completes when every pooled args is back in the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
@@ -228,7 +229,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
 
     /// <inheritdoc/>
-    public override string ToString() => $"{ProtocolName} echo server on {LocalEndPoint?.ToString() ?? "(not bound)"}";
+    public override string ToString() => $"{ProtocolName} server on {LocalEndPoint?.ToString() ?? "(not bound)"}";
 
     private async Task StopCoreAsync()
     {
@@ -251,7 +252,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
         }
         finally
         {
-            EchoMetrics.Untrack(this);
+            SocketServerMetrics.Untrack(this);
             lock (_gate)
             {
                 _state = State.Stopped;
@@ -336,7 +337,7 @@ public abstract class EchoServer : IHostedService, IAsyncDisposable, IDisposable
     private protected bool OnLoopFailed(Exception exception, string operation)
     {
         bool restart = !StoppingToken.IsCancellationRequested;
-        EchoMetrics.Error(this, operation, EchoMetrics.ErrorType(exception));
+        SocketServerMetrics.Error(this, operation, SocketServerMetrics.ErrorType(exception));
         if (Logger.IsEnabled(LogLevel.Error) && _loopFailures.TryAcquire(out long suppressed))
         {
             Logger.LoopFailed(

@@ -4,14 +4,14 @@ using System.Diagnostics.Metrics;
 namespace SocketServers.Tests;
 
 /// <summary>Reads the SocketServers meter with a <see cref="MeterListener"/>, for one server (by its port).</summary>
-internal sealed class EchoMeterReader : IDisposable
+internal sealed class SocketServersMeterReader : IDisposable
 {
     private readonly MeterListener _listener = new();
     private readonly int _port;
     private readonly ConcurrentQueue<(string Instrument, double Value, Dictionary<string, object?> Tags)> _recorded = new();
     private readonly ConcurrentQueue<(string Instrument, double Value)> _observed = new();
 
-    public EchoMeterReader(int port)
+    public SocketServersMeterReader(int port)
     {
         _port = port;
         _listener.InstrumentPublished = (instrument, listener) =>

@@ -11,9 +11,9 @@ namespace SocketServers.Internal;
 /// <remarks>
 /// Counts are observable: they read each running server's counters when a listener collects, so the per-message path
 /// records nothing it did not already count. The connection-duration histogram is recorded once per connection and
-/// dropped datagrams once per drop, both off the echo path.
+/// dropped datagrams once per drop, both off the per-message path.
 /// </remarks>
-internal static class EchoMetrics
+internal static class SocketServerMetrics
 {
     public const string MeterName = "SocketServers";
 
@@ -21,7 +21,7 @@ internal static class EchoMetrics
 
     // The servers observed, from their start (Track) until they stop (Untrack); held weakly, so that one never
     // stopped can still be collected.
-    private static readonly WeakRegistry<EchoServer> s_servers = new();
+    private static readonly WeakRegistry<SocketServer> s_servers = new();
 
     private static readonly Histogram<double> s_connectionDuration = s_meter.CreateHistogram<double>(
         "socketservers.connection.duration", "s", "How long TCP connections lasted.");
@@ -32,23 +32,23 @@ internal static class EchoMetrics
     private static readonly Counter<long> s_errors = s_meter.CreateCounter<long>(
         "socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
 
-    static EchoMetrics()
+    static SocketServerMetrics()
     {
         s_meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
         s_meter.CreateObservableUpDownCounter("socketservers.queued_connections", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
         s_meter.CreateObservableCounter("socketservers.rejected_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Rejected), "{connection}", "TCP clients closed at once: over a connection limit.");
         s_meter.CreateObservableCounter("socketservers.evicted_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
-        s_meter.CreateObservableCounter("socketservers.sent_bytes", () => Observe(null, static (s, c) => c.BytesEchoed), "By", "Bytes sent.");
-        s_meter.CreateObservableCounter("socketservers.messages", () => Observe(null, static (s, c) => c.MessagesEchoed), "{message}", "TCP receives handled and UDP datagrams answered.");
+        s_meter.CreateObservableCounter("socketservers.sent_bytes", () => Observe(null, static (s, c) => c.BytesSent), "By", "Bytes sent.");
+        s_meter.CreateObservableCounter("socketservers.messages", () => Observe(null, static (s, c) => c.MessagesHandled), "{message}", "TCP receives handled and UDP datagrams answered.");
     }
 
     /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected.</summary>
-    public static void Track(EchoServer server) => s_servers.Add(server);
+    public static void Track(SocketServer server) => s_servers.Add(server);
 
     /// <summary>Stops observing <paramref name="server"/>.</summary>
-    public static void Untrack(EchoServer server) => s_servers.Remove(server);
+    public static void Untrack(SocketServer server) => s_servers.Remove(server);
 
-    public static void ConnectionClosed(EchoServer server, TimeSpan duration)
+    public static void ConnectionClosed(SocketServer server, TimeSpan duration)
     {
         if (s_connectionDuration.Enabled)
         {
@@ -57,7 +57,7 @@ internal static class EchoMetrics
         }
     }
 
-    public static void DatagramDropped(EchoServer server, string reason)
+    public static void DatagramDropped(SocketServer server, string reason)
     {
         if (s_datagramsDropped.Enabled)
         {
@@ -71,7 +71,7 @@ internal static class EchoMetrics
     /// <param name="server">The server it happened in.</param>
     /// <param name="operation">What failed: <c>accept</c>, <c>receive</c>, <c>reply</c> or <c>sweep</c>.</param>
     /// <param name="errorType">The socket error's name, or the exception's full type name.</param>
-    public static void Error(EchoServer server, string operation, string errorType)
+    public static void Error(SocketServer server, string operation, string errorType)
     {
         if (s_errors.Enabled)
         {
@@ -86,9 +86,9 @@ internal static class EchoMetrics
     public static string ErrorType(Exception exception)
         => exception is SocketException socketException ? socketException.SocketErrorCode.ToString() : exception.GetType().FullName ?? exception.GetType().Name;
 
-    private static IEnumerable<Measurement<long>> Observe(ProtocolType? protocol, Func<EchoServer, EchoServerCounters, long> read)
+    private static IEnumerable<Measurement<long>> Observe(ProtocolType? protocol, Func<SocketServer, SocketServerCounters, long> read)
     {
-        foreach (EchoServer server in s_servers.Live())
+        foreach (SocketServer server in s_servers.Live())
         {
             if (protocol is null || server.Protocol == protocol)
             {
@@ -97,7 +97,7 @@ internal static class EchoMetrics
         }
     }
 
-    private static TagList Tags(EchoServer server)
+    private static TagList Tags(SocketServer server)
     {
         var tags = new TagList { { "network.transport", server.Protocol == ProtocolType.Tcp ? "tcp" : "udp" } };
         if (server.LocalEndPoint is { } endPoint)

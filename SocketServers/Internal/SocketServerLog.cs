@@ -4,23 +4,23 @@ using Microsoft.Extensions.Logging;
 
 namespace SocketServers.Internal;
 
-/// <summary>Every line the echo servers log, as source-generated <see cref="ILogger"/> methods: each checks its
+/// <summary>Every line the servers log, as source-generated <see cref="ILogger"/> methods: each checks its
 /// level first and allocates nothing when the level is off.</summary>
 /// <remarks>Lines a flood could repeat without end end with a <c>Suppressed</c> note from
 /// <see cref="LogRateLimiter.SuppressedNote"/>; their callers ask the limiter first.</remarks>
-internal static partial class EchoServerLog
+internal static partial class SocketServerLog
 {
     [LoggerMessage(1, LogLevel.Information, "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})")]
     public static partial void TcpListening(this ILogger logger, IPEndPoint endPoint, int maxConnections, int bufferSize, string idleTimeout);
 
-    [LoggerMessage(2, LogLevel.Information, "TCP echo server on {EndPoint} stopping: letting {Count} connections finish their echoes")]
+    [LoggerMessage(2, LogLevel.Information, "TCP echo server on {EndPoint} stopping: letting {Count} connections finish their replies")]
     public static partial void TcpStopping(this ILogger logger, IPEndPoint? endPoint, int count);
 
     [LoggerMessage(3, LogLevel.Information, "TCP echo server on {EndPoint}: stop grace period over, closing {Count} connections")]
     public static partial void TcpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint, int count);
 
     [LoggerMessage(4, LogLevel.Information, "TCP echo server on {EndPoint} stopped: {Counters}")]
-    public static partial void TcpStopped(this ILogger logger, IPEndPoint? endPoint, EchoServerCounters counters);
+    public static partial void TcpStopped(this ILogger logger, IPEndPoint? endPoint, SocketServerCounters counters);
 
     [LoggerMessage(5, LogLevel.Debug, "TCP accept on {EndPoint}: client left before accept ({SocketError})")]
     public static partial void AcceptClientLeft(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
@@ -43,8 +43,8 @@ internal static partial class EchoServerLog
     [LoggerMessage(13, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed{Suppressed}")]
     public static partial void ConnectionFailed(this ILogger logger, Exception exception, long connectionId, EndPoint? remoteEndPoint, string suppressed);
 
-    [LoggerMessage(14, LogLevel.Trace, "TCP connection {ConnectionId} echoed {Bytes} bytes")]
-    public static partial void ConnectionEchoed(this ILogger logger, long connectionId, int bytes);
+    [LoggerMessage(14, LogLevel.Trace, "TCP connection {ConnectionId} handled {Bytes} bytes received")]
+    public static partial void ConnectionReceiveHandled(this ILogger logger, long connectionId, int bytes);
 
     [LoggerMessage(15, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} closed")]
     public static partial void ConnectionClosed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
@@ -71,7 +71,7 @@ internal static partial class EchoServerLog
     public static partial void UdpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint);
 
     [LoggerMessage(32, LogLevel.Information, "UDP echo server on {EndPoint} stopped: {Counters}")]
-    public static partial void UdpStopped(this ILogger logger, IPEndPoint? endPoint, EchoServerCounters counters);
+    public static partial void UdpStopped(this ILogger logger, IPEndPoint? endPoint, SocketServerCounters counters);
 
     [LoggerMessage(34, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed}")]
     public static partial void DatagramTooLarge(this ILogger logger, IPEndPoint? remoteEndPoint, int maxDatagramSize, string suppressed);
@@ -89,7 +89,7 @@ internal static partial class EchoServerLog
     public static partial void ReceiveReportedEarlierReply(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
 
     [LoggerMessage(38, LogLevel.Trace, "UDP echoed {Bytes} bytes to {RemoteEndPoint}")]
-    public static partial void DatagramEchoed(this ILogger logger, int bytes, IPEndPoint? remoteEndPoint);
+    public static partial void DatagramHandled(this ILogger logger, int bytes, IPEndPoint? remoteEndPoint);
 
     [LoggerMessage(39, LogLevel.Debug, "UDP reply to {RemoteEndPoint} failed: {SocketError}")]
     public static partial void ReplySocketFailed(this ILogger logger, IPEndPoint? remoteEndPoint, SocketError socketError);

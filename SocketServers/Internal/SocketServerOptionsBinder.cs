@@ -5,17 +5,17 @@ using Microsoft.Extensions.Options;
 
 namespace SocketServers.Internal;
 
-/// <summary>Fills <see cref="EchoServerOptions"/> from a configuration section, strictly: an unknown key, a value
+/// <summary>Fills <see cref="SocketServerOptions"/> from a configuration section, strictly: an unknown key, a value
 /// that does not convert, or one the options' setters refuse fails with the key's full path.</summary>
-internal static class EchoServerOptionsBinder
+internal static class SocketServerOptionsBinder
 {
-    private const string AddressKey = nameof(EchoServerOptions.Address);
+    private const string AddressKey = nameof(SocketServerOptions.Address);
 
     /// <summary>Sets every option <paramref name="section"/> names on <paramref name="options"/>.</summary>
     /// <typeparam name="TOptions">The server's options type.</typeparam>
     /// <exception cref="OptionsValidationException">A key or value is invalid; the message names it.</exception>
     public static void Bind<TOptions>(IConfiguration section, TOptions options)
-        where TOptions : EchoServerOptions
+        where TOptions : SocketServerOptions
     {
         string path = section is IConfigurationSection { Path: var sectionPath } ? sectionPath : string.Empty;
         if (section is IConfigurationSection { Value: string scalar })

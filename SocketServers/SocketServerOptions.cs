@@ -3,12 +3,12 @@ using System.Runtime.CompilerServices;
 
 namespace SocketServers;
 
-/// <summary>Settings shared by <see cref="TcpEchoServer"/> and <see cref="UdpEchoServer"/>.</summary>
+/// <summary>Settings shared by every <see cref="TcpServer"/> and <see cref="UdpServer"/>.</summary>
 /// <remarks>
 /// Every setter checks its value, so an options object is always valid. A server copies the values when
 /// it is constructed; changing the options afterwards does not affect it. Not thread-safe.
 /// </remarks>
-public abstract class EchoServerOptions
+public abstract class SocketServerOptions
 {
     /// <summary>The port the console host uses when none is given: 7007 (RFC 862 uses 7, a privileged port).</summary>
     public const int DefaultPort = 7007;
@@ -17,7 +17,7 @@ public abstract class EchoServerOptions
     private int _port = DefaultPort;
     private TimeSpan _stopGracePeriod = TimeSpan.FromSeconds(5);
 
-    private protected EchoServerOptions()
+    private protected SocketServerOptions()
     {
     }
 
@@ -34,7 +34,7 @@ public abstract class EchoServerOptions
     }
 
     /// <summary>The local port to bind, 0 to 65535; 0 lets the system choose (read it back from
-    /// <see cref="EchoServer.LocalEndPoint"/>). <see cref="DefaultPort"/> by default.</summary>
+    /// <see cref="SocketServer.LocalEndPoint"/>). <see cref="DefaultPort"/> by default.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is outside 0 to 65535.</exception>
     public int Port
     {
@@ -48,7 +48,7 @@ public abstract class EchoServerOptions
     /// <remarks>Where the platform lacks it, starting the server throws <see cref="PlatformNotSupportedException"/>.</remarks>
     public bool ReusePort { get; set; }
 
-    /// <summary>How long <see cref="EchoServer.StopAsync"/> lets in-flight echoes finish, and TCP clients close
+    /// <summary>How long <see cref="SocketServer.StopAsync"/> lets in-flight replies finish, and TCP clients close
     /// after the end of the stream, before it closes what is left; 5 seconds by default. Zero closes everything
     /// at once.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative or longer than a day.</exception>

@@ -4,9 +4,9 @@ using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 
 namespace SocketServers.Tests;
 
-// What both servers get from EchoServer: here, one dual-mode socket for "::". These tests bind "::"
+// What both servers get from SocketServer: here, one dual-mode socket for "::". These tests bind "::"
 // (every interface, port 0), the only way to prove that IPv4 and IPv6 clients share one socket.
-public sealed class EchoServerTests
+public sealed class SocketServerTests
 {
     // Two servers of each kind in one process: each pool is named after its server and the endpoint it listens on, so
     // the PoolLib meter reports every pool under a name of its own and no cap hides another.
@@ -19,7 +19,7 @@ public sealed class EchoServerTests
         await using var otherTcp = new TcpEchoServer(new TcpEchoServerOptions { Port = 0, MaxConnections = 8 });
         await using var udp = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ConcurrentReceives = 3 });
         await using var otherUdp = new UdpEchoServer(new UdpEchoServerOptions { Port = 0, ConcurrentReceives = 4 });
-        foreach (EchoServer server in new EchoServer[] { tcp, otherTcp, udp, otherUdp })
+        foreach (SocketServer server in new SocketServer[] { tcp, otherTcp, udp, otherUdp })
         {
             await server.StartAsync(cancellationToken);
         }

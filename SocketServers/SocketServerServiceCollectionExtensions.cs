@@ -10,17 +10,17 @@ namespace SocketServers;
 /// <summary>Registers the servers (the echo servers, and servers of a handler's protocol) with a dependency-injection
 /// container, as hosted services of the Generic Host.</summary>
 /// <remarks>
-/// Each method registers one singleton server, resolvable as itself (for its <see cref="EchoServer.LocalEndPoint"/> and
-/// <see cref="EchoServer.Counters"/>), that the host starts with the application and stops, within the stop grace
+/// Each method registers one singleton server, resolvable as itself (for its <see cref="SocketServer.LocalEndPoint"/> and
+/// <see cref="SocketServer.Counters"/>), that the host starts with the application and stops, within the stop grace
 /// period, when the application stops; it logs through the container's <see cref="ILoggerFactory"/>, if it has one.
 /// Calling a method again for the same protocol configures the same server: the options of every call apply, in order.
 /// The options are read when the server is first resolved; an invalid value then throws
 /// <see cref="OptionsValidationException"/> naming it.
 /// </remarks>
-public static class EchoServerServiceCollectionExtensions
+public static class SocketServerServiceCollectionExtensions
 {
     /// <summary>Registers a <see cref="TcpEchoServer"/> with the default options (127.0.0.1, port
-    /// <see cref="EchoServerOptions.DefaultPort"/>), unless another call sets them.</summary>
+    /// <see cref="SocketServerOptions.DefaultPort"/>), unless another call sets them.</summary>
     /// <param name="services">The container's registrations.</param>
     /// <returns><paramref name="services"/>, for chaining.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
@@ -52,11 +52,11 @@ public static class EchoServerServiceCollectionExtensions
     public static IServiceCollection AddTcpEchoServer(this IServiceCollection services, IConfiguration configuration)
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddTcpEchoServer(options => EchoServerOptionsBinder.Bind(configuration, options));
+        return services.AddTcpEchoServer(options => SocketServerOptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="UdpEchoServer"/> with the default options (127.0.0.1, port
-    /// <see cref="EchoServerOptions.DefaultPort"/>), unless another call sets them.</summary>
+    /// <see cref="SocketServerOptions.DefaultPort"/>), unless another call sets them.</summary>
     /// <param name="services">The container's registrations.</param>
     /// <returns><paramref name="services"/>, for chaining.</returns>
     /// <exception cref="ArgumentNullException"><paramref name="services"/> is <see langword="null"/>.</exception>
@@ -89,7 +89,7 @@ public static class EchoServerServiceCollectionExtensions
     public static IServiceCollection AddUdpEchoServer(this IServiceCollection services, IConfiguration configuration)
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddUdpEchoServer(options => EchoServerOptionsBinder.Bind(configuration, options));
+        return services.AddUdpEchoServer(options => SocketServerOptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="TcpServer{THandler}"/> configured in code, with its handler: a singleton the
@@ -115,7 +115,7 @@ public static class EchoServerServiceCollectionExtensions
         where THandler : TcpConnectionHandler
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddTcpServer<THandler>(options => EchoServerOptionsBinder.Bind(configuration, options));
+        return services.AddTcpServer<THandler>(options => SocketServerOptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="UdpServer{THandler}"/> configured in code, with its handler: a singleton the
@@ -141,15 +141,15 @@ public static class EchoServerServiceCollectionExtensions
         where THandler : UdpDatagramHandler
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddUdpServer<THandler>(options => EchoServerOptionsBinder.Bind(configuration, options));
+        return services.AddUdpServer<THandler>(options => SocketServerOptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers the server of a handler type: its options by the handler's name, the handler, the server.</summary>
     private static IServiceCollection AddHandlerServer<TOptions, THandler, TServer>(
         IServiceCollection services, Action<TOptions> configure, Func<TOptions, THandler, ILogger?, TServer> create)
-        where TOptions : EchoServerOptions
+        where TOptions : SocketServerOptions
         where THandler : class
-        where TServer : EchoServer
+        where TServer : SocketServer
     {
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(configure);
@@ -164,7 +164,7 @@ public static class EchoServerServiceCollectionExtensions
     internal static string OptionsName<THandler>() => typeof(THandler).FullName ?? typeof(THandler).Name;
 
     private static IServiceCollection AddServer<TServer>(IServiceCollection services, Func<IServiceProvider, ILogger?, TServer> create)
-        where TServer : EchoServer
+        where TServer : SocketServer
     {
         // The container owns the server and disposes it (asynchronously) with itself.
         services.TryAddSingleton(provider => create(provider, provider.GetService<ILoggerFactory>()?.CreateLogger<TServer>()));

@@ -10,9 +10,9 @@ using Microsoft.Extensions.Options;
 
 namespace SocketServers.Tests;
 
-/// <summary>The servers inside a Generic Host: registered with <see cref="EchoServerServiceCollectionExtensions"/>,
+/// <summary>The servers inside a Generic Host: registered with <see cref="SocketServerServiceCollectionExtensions"/>,
 /// started and stopped by the host, configured from its configuration, logging through its loggers.</summary>
-public sealed class EchoServerHostingTests
+public sealed class SocketServerServiceCollectionExtensionsTests
 {
     // The README's sample, with port 0 for the test.
     [Test]
@@ -44,7 +44,7 @@ public sealed class EchoServerHostingTests
         await host.StopAsync(cancellationToken);
 
         Assert.That((tcp.IsRunning, udp.IsRunning), Is.EqualTo((false, false)));
-        Assert.That((tcp.Counters.TotalConnections, udp.Counters.MessagesEchoed), Is.EqualTo((1, 1)));
+        Assert.That((tcp.Counters.TotalConnections, udp.Counters.MessagesHandled), Is.EqualTo((1, 1)));
     }
 
     [Test]

@@ -5,14 +5,14 @@ using SocketServers.Internal;
 
 namespace SocketServers.Tests;
 
-public sealed class EchoServerOptionsBinderTests
+public sealed class SocketServerOptionsBinderTests
 {
     [Test]
     public void Bind_ValidSection_SetsEveryOptionItNames()
     {
         var options = new TcpEchoServerOptions();
 
-        EchoServerOptionsBinder.Bind(
+        SocketServerOptionsBinder.Bind(
             Section(("Address", "::"), ("Port", "0"), ("IdleTimeout", "00:00:30"), ("RejectWhenFull", "true"), ("MaxConnections", "12")),
             options);
 
@@ -26,7 +26,7 @@ public sealed class EchoServerOptionsBinderTests
     {
         var options = new UdpEchoServerOptions();
 
-        EchoServerOptionsBinder.Bind(Section(("Processing", "ReplyBlock"), ("ConcurrentReceives", "2")), options);
+        SocketServerOptionsBinder.Bind(Section(("Processing", "ReplyBlock"), ("ConcurrentReceives", "2")), options);
 
         Assert.That((options.Processing, options.ConcurrentReceives), Is.EqualTo((UdpProcessing.ReplyBlock, 2)));
     }
@@ -39,7 +39,7 @@ public sealed class EchoServerOptionsBinderTests
     [TestCase("IdleTimeout", "00:00:00", "'Echo:Tcp:IdleTimeout'")]
     public void Bind_InvalidKeyOrValue_ThrowsNamingTheKey(string key, string value, string expected)
     {
-        var exception = Assert.Throws<OptionsValidationException>(() => EchoServerOptionsBinder.Bind(Section((key, value)), new TcpEchoServerOptions()));
+        var exception = Assert.Throws<OptionsValidationException>(() => SocketServerOptionsBinder.Bind(Section((key, value)), new TcpEchoServerOptions()));
 
         Assert.That(exception!.Message, Does.Contain(expected));
         Assert.That(exception.Message, Does.Not.Contain('\n'));
@@ -50,7 +50,7 @@ public sealed class EchoServerOptionsBinderTests
     [TestCase("7")]
     public void Bind_UdpProcessingNotAName_ThrowsListingTheNames(string value)
     {
-        var exception = Assert.Throws<OptionsValidationException>(() => EchoServerOptionsBinder.Bind(Section(("Processing", value)), new UdpEchoServerOptions()));
+        var exception = Assert.Throws<OptionsValidationException>(() => SocketServerOptionsBinder.Bind(Section(("Processing", value)), new UdpEchoServerOptions()));
 
         Assert.That(exception!.Message, Is.EqualTo($"'Echo:Tcp:Processing' expects ReceiveThreads or ReplyBlock, not '{value}'."));
     }
@@ -63,7 +63,7 @@ public sealed class EchoServerOptionsBinderTests
             .Build()
             .GetSection("Echo:Tcp");
 
-        var exception = Assert.Throws<OptionsValidationException>(() => EchoServerOptionsBinder.Bind(section, new TcpEchoServerOptions()));
+        var exception = Assert.Throws<OptionsValidationException>(() => SocketServerOptionsBinder.Bind(section, new TcpEchoServerOptions()));
 
         Assert.That(exception!.Message, Does.Contain("'Echo:Tcp' holds the value '5'"));
     }
