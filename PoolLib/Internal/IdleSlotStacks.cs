@@ -53,6 +53,12 @@ internal sealed class IdleSlotStacks<T> where T : class
     /// <param name="sawReturning">Set when an entry of a slot still being returned was passed over.</param>
     public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookEverywhere, ref bool sawReturning)
     {
+        if (!lookEverywhere && EntryCount == 0)
+        {
+            slot = null;
+            return false;
+        }
+
         int first = Thread.GetCurrentProcessorId();
         for (int i = 0; i < _stacks.Length; i++)
         {
