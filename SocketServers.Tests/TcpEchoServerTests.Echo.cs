@@ -62,9 +62,24 @@ public sealed partial class TcpEchoServerTests
         await using var server = await StartAsync(cancellationToken: cancellationToken);
         using (Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken))
         {
-            byte[] half = new byte[256 * KiB];
-            Random.Shared.NextBytes(half);
-            await client.SendAllAsync(half, cancellationToken);
+            // Send, never reading the echoes, until the kernel takes no more: the server's receive window is then
+            // shut, so it holds bytes it has not read (and echoes it cannot send) when the reset comes.
+            byte[] chunk = new byte[64 * KiB];
+            Random.Shared.NextBytes(chunk);
+            client.Blocking = false;
+            SocketError error;
+            do
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                client.Send(chunk, 0, chunk.Length, SocketFlags.None, out error);
+            }
+            while (error == SocketError.Success);
+
+            Assert.That(error, Is.EqualTo(SocketError.WouldBlock));
+
+            // The kernel takes those bytes before the server accepts; a reset before it has would end nothing the
+            // server counts yet.
+            await Poll.UntilAsync(() => server.Counters.CurrentConnections == 1, cancellationToken);
             client.LingerState = new LingerOption(true, 0);
             client.Close(); // RST with echoes unread: the server is mid-message
         }
