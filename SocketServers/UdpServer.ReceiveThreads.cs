@@ -140,10 +140,12 @@ public partial class UdpServer
 
                 if (outcome == ReceiveOutcome.Answer)
                 {
-                    // EndReply returns the args to the pool, whatever the send did.
+                    // EndReply returns the args to the pool, whatever the send did; a deferred reply, once it ends.
                     replied = true;
-                    Exception? failure = TryReply(socket, args, ref length);
-                    EndReply(args, length, failure);
+                    if (TryReply(socket, args, ref length, out Exception? failure))
+                    {
+                        EndReply(args, length, failure);
+                    }
                 }
             }
             finally
@@ -176,8 +178,8 @@ public partial class UdpServer
     /// <summary>Takes an args for the next receive, or returns <see langword="null"/> once the server stops.</summary>
     private PoolSlot<SocketAsyncEventArgs>? TakeSlotUnlessStopping()
     {
-        // The pool holds one args per receive thread and each thread holds at most one, so the take completes at
-        // once; waiting on the task is the general path, never taken in practice.
+        // The pool holds an args for each receive thread and each pending datagram, so the take completes at once
+        // unless deferred replies hold all of the latter: then the thread waits, and the kernel queues what comes.
         ValueTask<PoolSlot<SocketAsyncEventArgs>?> taking = TakeSlotUnlessStoppingAsync();
         return taking.IsCompletedSuccessfully ? taking.Result : taking.AsTask().GetAwaiter().GetResult();
     }

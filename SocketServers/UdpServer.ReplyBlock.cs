@@ -348,8 +348,10 @@ public partial class UdpServer
             try
             {
                 int length = args.DatagramLength;
-                Exception? failure = _server.TryReply(Socket, args, ref length);
-                _server.EndReply(args, length, failure);
+                if (_server.TryReply(Socket, args, ref length, out Exception? failure))
+                {
+                    _server.EndReply(args, length, failure);
+                }
             }
             catch (Exception ex)
             {

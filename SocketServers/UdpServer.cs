@@ -16,7 +16,7 @@ namespace SocketServers;
 /// with the load. Loop-prone, oversized and over-rate datagrams are dropped and counted. SocketServers/README.md
 /// says how receives share the port, what is logged, and how failed loops restart. Every member is thread-safe.
 /// </remarks>
-public partial class UdpServer : SocketServer
+public partial class UdpServer : SocketServer, IUdpReplyOwner
 {
     private readonly IPEndPoint _endPoint;
     private readonly int _maxDatagramSize;
@@ -54,6 +54,12 @@ public partial class UdpServer : SocketServer
     // Completes when every receive loop (or thread) has ended and returned its args.
     private Task _receiveLoops = Task.CompletedTask;
 
+    // Replies deferred by the handler and not ended yet. Once the loops have ended, a stop sets _drainingDeferred and
+    // waits for _deferredEnded: each side writes, fences, then reads the other's value, so one of them completes it.
+    private int _deferredReplies;
+    private int _drainingDeferred;
+    private readonly TaskCompletionSource _deferredEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
     /// <summary>Creates a UDP server that answers datagrams with <paramref name="handler"/>; it does not bind until
     /// <see cref="SocketServer.StartAsync"/>.</summary>
     /// <param name="options">The settings, copied now.</param>
@@ -64,7 +70,7 @@ public partial class UdpServer : SocketServer
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, poolKind: "udp-args")
+        : this(options, handler, logger, faults: null, poolKind: "udp-args", mayDeferReplies: true)
     {
     }
 
@@ -74,11 +80,13 @@ public partial class UdpServer : SocketServer
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
-    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind)
+    /// <param name="mayDeferReplies">Whether the handler may defer replies, which then need args of their own.</param>
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind, bool mayDeferReplies)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
-            poolCapacity: options.Processing == UdpProcessing.ReplyBlock
+            // Past the receives' own args, the pending datagrams': queued for the reply block, or deferred by the handler.
+            poolCapacity: options.Processing == UdpProcessing.ReplyBlock || mayDeferReplies
                 ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
                 : ReceivesFor(options),
             poolKind,
@@ -149,12 +157,28 @@ public partial class UdpServer : SocketServer
         return Task.CompletedTask;
     }
 
-    private protected override Task DrainAsync() => _processing == UdpProcessing.ReplyBlock ? ReplyBlockCompletion : _receiveLoops;
+    private protected override async Task DrainAsync()
+    {
+        await (_processing == UdpProcessing.ReplyBlock ? ReplyBlockCompletion : _receiveLoops).ConfigureAwait(false);
+
+        // No handler is called any more, so no reply is deferred from here on: wait for those still out.
+        Volatile.Write(ref _drainingDeferred, 1);
+        Interlocked.MemoryBarrier();
+        if (Volatile.Read(ref _deferredReplies) == 0)
+        {
+            _deferredEnded.TrySetResult();
+        }
+
+        await _deferredEnded.Task.ConfigureAwait(false);
+    }
 
     private protected override void Abort()
     {
         Logger.UdpGracePeriodOver(LocalEndPoint);
         CloseSockets();
+
+        // A deferred reply that ends later finds the sockets closed: counted as dropped, its args returned then.
+        _deferredEnded.TrySetResult();
     }
 
     private protected override async Task CloseAsync()
@@ -230,30 +254,63 @@ public partial class UdpServer : SocketServer
     /// <param name="socket">The socket the datagram came in on.</param>
     /// <param name="args">The args holding the datagram in its buffer.</param>
     /// <param name="length">The datagram's length; on return, the reply's (0 for none).</param>
-    /// <returns>What the handler or the send threw, or <see langword="null"/> when it succeeded.</returns>
-    private Exception? TryReply(Socket socket, PooledSocketArgs args, ref int length)
+    /// <param name="failure">What the handler or the send threw, or <see langword="null"/> when it succeeded.</param>
+    /// <returns><see langword="false"/> when the handler deferred the reply: the args is then the deferral's to count
+    /// and return, not the caller's.</returns>
+    private bool TryReply(Socket socket, PooledSocketArgs args, ref int length, out Exception? failure)
     {
         if (args.RemoteEndPoint is IPEndPoint { Port: 0 })
         {
             // No sender could be read (see ReusableIPEndPoint.Create): nobody to answer.
-            return new SocketException((int)SocketError.AddressNotAvailable);
+            failure = new SocketException((int)SocketError.AddressNotAvailable);
+            return true;
         }
 
+        int token = args.Deferral?.Token ?? 0;
         try
         {
-            length = _handler.OnDatagram(new UdpDatagram(args.OwnBuffer.AsSpan(0, _maxDatagramSize), length, args.RemoteEndPoint!));
-            if ((uint)length > (uint)_maxDatagramSize)
+            length = _handler.OnDatagram(new UdpDatagram(args.OwnBuffer.AsSpan(0, _maxDatagramSize), length, args.RemoteEndPoint!, this, socket, args));
+        }
+        catch (Exception ex)
+        {
+            length = 0;
+            if (args.Deferral?.TakeDeferred() == true)
             {
-                int invalid = length;
-                length = 0;
-                return new InvalidOperationException($"{_handler.GetType().Name}.OnDatagram returned {invalid}, not a reply length from 0 to {_maxDatagramSize}.");
+                // Deferred, then threw: the reply ends here, as dropped, unless the handler had sent it already.
+                args.Deferral.TryEnd(token, 0, ex);
+                failure = null;
+                return false;
             }
 
-            if (length == 0)
-            {
-                return null;
-            }
+            failure = ex;
+            return true;
+        }
 
+        if (args.Deferral?.TakeDeferred() == true)
+        {
+            failure = null;
+            return false;
+        }
+
+        if ((uint)length > (uint)_maxDatagramSize)
+        {
+            failure = new InvalidOperationException($"{_handler.GetType().Name}.OnDatagram returned {length}, not a reply length from 0 to {_maxDatagramSize}.");
+            length = 0;
+            return true;
+        }
+
+        failure = length == 0 ? null : SendReply(socket, args, length);
+        return true;
+    }
+
+    /// <summary>Sends the first <paramref name="length"/> bytes of <paramref name="args"/>' buffer to the sender its
+    /// receive left in it, from <paramref name="socket"/>, and on a wildcard address from the address the datagram was
+    /// sent to.</summary>
+    /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
+    private Exception? SendReply(Socket socket, PooledSocketArgs args, int length)
+    {
+        try
+        {
             // A synchronous send: a datagram socket takes the datagram or fails at once (it waits only while its
             // send buffer is full), and to the address the receive left in the args' endpoint, already serialized.
             ReadOnlySpan<byte> datagram = args.OwnBuffer.AsSpan(0, length);
@@ -287,45 +344,72 @@ public partial class UdpServer : SocketServer
     {
         try
         {
-            if (exception is null)
-            {
-                Count.DatagramHandled(length);
-                if (Logger.IsEnabled(LogLevel.Trace))
-                {
-                    Logger.DatagramHandled(length, SenderOf(args));
-                }
-            }
-            else
-            {
-                CountDatagramDropped(DroppedReplyFailed);
-                switch (exception)
-                {
-                    case SocketException socketException:
-                        if (Logger.IsEnabled(LogLevel.Debug))
-                        {
-                            Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
-                        }
-                        break;
-                    case ObjectDisposedException:
-                        // The socket was closed at the end of the stop grace period.
-                        break;
-                    default:
-                        if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
-                        {
-                            Logger.ReplyFailed(
-                                exception,
-                                SenderOf(args),
-                                LogRateLimiter.SuppressedNote(suppressed));
-                        }
-                        break;
-                }
-            }
+            CountReply(args, length, exception);
         }
         finally
         {
             Pool.Release(args.Slot);
         }
     }
+
+    /// <summary>Counts and logs a finished reply: sent (or none, for a length of 0), or failed.</summary>
+    private void CountReply(PooledSocketArgs args, int length, Exception? exception)
+    {
+        if (exception is null)
+        {
+            Count.DatagramHandled(length);
+            if (Logger.IsEnabled(LogLevel.Trace))
+            {
+                Logger.DatagramHandled(length, SenderOf(args));
+            }
+        }
+        else
+        {
+            CountDatagramDropped(DroppedReplyFailed);
+            switch (exception)
+            {
+                case SocketException socketException:
+                    if (Logger.IsEnabled(LogLevel.Debug))
+                    {
+                        Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
+                    }
+                    break;
+                case ObjectDisposedException:
+                    // The socket was closed at the end of the stop grace period.
+                    break;
+                default:
+                    if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
+                    {
+                        Logger.ReplyFailed(
+                            exception,
+                            SenderOf(args),
+                            LogRateLimiter.SuppressedNote(suppressed));
+                    }
+                    break;
+            }
+        }
+    }
+
+    void IUdpReplyOwner.OnReplyDeferred() => Interlocked.Increment(ref _deferredReplies);
+
+    Exception? IUdpReplyOwner.SendReply(Socket socket, PooledSocketArgs args, int length) => SendReply(socket, args, length);
+
+    void IUdpReplyOwner.OnDeferredReplyEnded(PooledSocketArgs args, int length, Exception? failure)
+    {
+        try
+        {
+            CountReply(args, length, failure);
+        }
+        finally
+        {
+            if (Interlocked.Decrement(ref _deferredReplies) == 0 && Volatile.Read(ref _drainingDeferred) == 1)
+            {
+                _deferredEnded.TrySetResult();
+            }
+        }
+    }
+
+    void IUdpReplyOwner.Release(PooledSocketArgs args) => Pool.Release(args.Slot);
 
     /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
     /// the args' own endpoint changes with its next receive.</summary>

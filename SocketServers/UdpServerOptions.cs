@@ -4,9 +4,9 @@ using System.Net;
 namespace SocketServers;
 
 /// <summary>Settings of a <see cref="UdpServer"/>; the defaults are safe for a public default install.</summary>
-/// <remarks>Memory is bounded by receives × (<see cref="MaxDatagramSize"/> + 1) bytes of pooled buffers, and with
-/// <see cref="UdpProcessing.ReplyBlock"/> by (<see cref="MaxPendingDatagrams"/> + receives) ×
-/// (<see cref="MaxDatagramSize"/> + 1), where receives is <see cref="ConcurrentReceives"/> or, by default, the number
+/// <remarks>Memory is bounded by (<see cref="MaxPendingDatagrams"/> + receives) × (<see cref="MaxDatagramSize"/> + 1)
+/// bytes of pooled buffers, and by receives × (<see cref="MaxDatagramSize"/> + 1) while no datagram waits (with
+/// <see cref="UdpProcessing.ReceiveThreads"/>, while the handler defers no reply), where receives is <see cref="ConcurrentReceives"/> or, by default, the number
 /// of processors (at most <see cref="MaxAutomaticConcurrentReceives"/>). Every setter checks its value.
 /// Not thread-safe.</remarks>
 [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServerOptions has no protected members for a subclass to reach.")]
@@ -90,10 +90,10 @@ public class UdpServerOptions : SocketServerOptions
         set => _concurrentReceives = CheckRange(value, 0, MaxConcurrentReceives);
     }
 
-    /// <summary>With <see cref="UdpProcessing.ReplyBlock"/>, how many received datagrams may wait for their
-    /// reply, 1 to 65536; 256 by default. When that many wait, receiving pauses and the kernel drops what does
-    /// not fit in the socket buffer. Not used by <see cref="UdpProcessing.ReceiveThreads"/>, where each thread
-    /// replies before it receives again.</summary>
+    /// <summary>How many received datagrams may wait for their reply, 1 to 65536; 256 by default: queued for the
+    /// reply block (<see cref="UdpProcessing.ReplyBlock"/>), or deferred by the handler
+    /// (<see cref="UdpDatagram.DeferReply"/>). When that many wait, receiving pauses and the kernel drops what does
+    /// not fit in the socket buffer.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public int MaxPendingDatagrams
     {

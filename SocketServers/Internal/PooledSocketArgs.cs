@@ -39,6 +39,10 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     /// the args over.</summary>
     public int DatagramLength;
 
+    /// <summary>What a UDP handler's deferred reply to the datagram in this args stands on: made by the first deferral,
+    /// used again by every later one.</summary>
+    public UdpReplyDeferral? Deferral;
+
     public PooledSocketArgs(byte[] buffer)
         : base(unsafeSuppressExecutionContextFlow: true)
     {

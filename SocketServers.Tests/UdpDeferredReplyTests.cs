@@ -1,0 +1,232 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+// A UDP handler that defers its reply past its call, in both processings, with one receive: the receive goes on.
+[TestFixture(UdpProcessing.ReceiveThreads)]
+[TestFixture(UdpProcessing.ReplyBlock)]
+public sealed class UdpDeferredReplyTests(UdpProcessing processing)
+{
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task DeferReply_HandlerAwaitsWork_LaterDatagramsAnsweredMeanwhileThenTheReplyGoes(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+        var work = new TaskCompletionSource<byte>(TaskCreationOptions.RunContinuationsAsynchronously);
+        handler.Work = work.Task;
+
+        await client.SendToAsync("wait"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => handler.DeferredCount == 1, cancellationToken);
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] first = await ReceiveAsync(client, cancellationToken);
+        work.SetResult((byte)'!');
+        byte[] second = await ReceiveAsync(client, cancellationToken);
+
+        Assert.That(first, Is.EqualTo("won"u8.ToArray()), "answered while the other waits");
+        Assert.That(second, Is.EqualTo("tiaw!"u8.ToArray()), "the deferred reply, written after the work");
+        await Poll.UntilAsync(() => server.Counters.MessagesHandled == 2, cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Send_SecondTime_ThrowsAndSendsNothingMore(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+        reply.Buffer.Span[0] = (byte)'x';
+        reply.Send(1);
+
+        Assert.Throws<InvalidOperationException>(() => reply.Send(1));
+        Assert.Throws<InvalidOperationException>(() => _ = reply.Buffer);
+        Assert.DoesNotThrow(reply.Dispose, "disposing an ended reply does nothing");
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("x"u8.ToArray()));
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "the next reply is the next datagram's");
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Send_LengthOutOfRange_ThrowsAndTheReplyStaysPending(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+        var negative = Assert.Throws<ArgumentOutOfRangeException>(() => reply.Send(-1));
+        var tooLong = Assert.Throws<ArgumentOutOfRangeException>(() => reply.Send(reply.Buffer.Length + 1));
+        reply.Send(reply.Data.Length);
+
+        Assert.That(negative!.ParamName, Is.EqualTo("length"));
+        Assert.That(tooLong!.ParamName, Is.EqualTo("length"));
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Dispose_BeforeSend_NothingSentAndTheBufferGoesBack(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+        int heldWhileDeferred = server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount;
+        reply.Dispose();
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "no reply to the disposed one");
+        await Poll.UntilAsync(() => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount < heldWhileDeferred, cancellationToken);
+        Assert.Throws<InvalidOperationException>(() => reply.Send(0));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task OnDatagram_ThrowsAfterDeferring_DatagramDroppedAndTheReplyEnded(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold and throw"u8.ToArray(), cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+
+        Assert.Throws<InvalidOperationException>(() => reply.Send(1));
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StopAsync_ReplyDeferred_WaitsForItAndTheClientGetsIt(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+
+        Task stopping = server.StopAsync();
+        if (processing == UdpProcessing.ReceiveThreads)
+        {
+            // Only the deferred reply holds an args once the receive thread has ended: the stop is draining. A reply
+            // block's receive keeps its args until the sockets close, after the drain, so there is no such sign there.
+            await Poll.UntilAsync(() => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount == 1, cancellationToken);
+        }
+
+        bool stoppedBeforeTheReply = stopping.IsCompleted;
+        reply.Send(reply.Data.Length);
+        await stopping.WaitAsync(cancellationToken);
+
+        Assert.That(stoppedBeforeTheReply, Is.False, "the receives have ended, the deferred reply has not");
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()));
+        Assert.That(server.StopCutShort, Is.False);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StopAsync_DeferredReplyNeverEnds_CutShortAtTheGracePeriodAndALateSendIsDropped(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken, stopGracePeriod: TimeSpan.FromMilliseconds(200));
+        using Socket client = BoundClient();
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+
+        await server.StopAsync().WaitAsync(cancellationToken);
+        reply.Send(reply.Data.Length);
+
+        Assert.That(server.StopCutShort, Is.True);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1), "the late reply found the socket closed");
+        Assert.That(server.Counters.PoolAvailableCount, Is.EqualTo(server.Counters.PoolTotalCount), "its args is back");
+    }
+
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null)
+    {
+        var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 1 };
+        if (stopGracePeriod is { } period)
+        {
+            options.StopGracePeriod = period;
+        }
+
+        return await Started.StartAsync(new UdpServer(options, handler), cancellationToken);
+    }
+
+    /// <summary>Sends a datagram the handler defers and keeps, and returns its reply once deferred.</summary>
+    private static async Task<UdpDeferredReply> DeferAsync(Socket client, UdpServer server, DeferringHandler handler, byte[] datagram, CancellationToken cancellationToken)
+    {
+        int before = handler.DeferredCount;
+        await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => handler.DeferredCount == before + 1, cancellationToken);
+        Assert.That(handler.Kept.TryDequeue(out UdpDeferredReply reply), Is.True);
+        return reply;
+    }
+
+    private static async Task<byte[]> ReceiveAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[64];
+        int received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
+        return buffer[..received];
+    }
+
+    private static Socket BoundClient()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        return client;
+    }
+
+    /// <summary>
+    /// Answers a datagram with its bytes reversed, at once; defers one that starts with "w": reversed and followed by what
+    /// <see cref="Work"/> yields, once it has; keeps one that starts with "hold" for the test (throwing after it if the
+    /// datagram says "throw").
+    /// </summary>
+    private sealed class DeferringHandler : UdpDatagramHandler
+    {
+        private int _deferred;
+
+        public Task<byte> Work { get; set; } = Task.FromResult((byte)0);
+
+        public ConcurrentQueue<UdpDeferredReply> Kept { get; } = new();
+
+        public int DeferredCount => Volatile.Read(ref _deferred);
+
+        public override int OnDatagram(UdpDatagram datagram)
+        {
+            if (datagram.Data.StartsWith("hold"u8))
+            {
+                Kept.Enqueue(datagram.DeferReply());
+                Interlocked.Increment(ref _deferred);
+                return datagram.Data.EndsWith("throw"u8) ? throw new InvalidOperationException("the datagram says so") : 0;
+            }
+
+            if (datagram.Data.StartsWith("w"u8))
+            {
+                _ = ReplyAfterWorkAsync(datagram.DeferReply());
+                Interlocked.Increment(ref _deferred);
+                return 0;
+            }
+
+            datagram.Buffer[..datagram.Length].Reverse();
+            return datagram.Length;
+        }
+
+        private async Task ReplyAfterWorkAsync(UdpDeferredReply reply)
+        {
+            using (reply)
+            {
+                byte suffix = await Work;
+                int length = reply.Data.Length;
+                reply.Buffer.Span[..length].Reverse();
+                reply.Buffer.Span[length] = suffix;
+                reply.Send(length + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+using System.Net.Sockets;
+
+namespace SocketServers.Internal;
+
+/// <summary>What a <see cref="UdpReplyDeferral"/> needs from the server whose handler deferred a reply, and nothing more.</summary>
+internal interface IUdpReplyOwner
+{
+    /// <summary>Counts a reply just deferred, which a stopping server waits for.</summary>
+    void OnReplyDeferred();
+
+    /// <summary>Sends a reply of <paramref name="length"/> bytes from <paramref name="args"/>' buffer to its sender.</summary>
+    /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
+    Exception? SendReply(Socket socket, PooledSocketArgs args, int length);
+
+    /// <summary>Counts and logs a deferred reply that has ended, sent (<paramref name="length"/> above 0), declined or failed.</summary>
+    void OnDeferredReplyEnded(PooledSocketArgs args, int length, Exception? failure);
+
+    /// <summary>Returns the args to the pool, once neither the receive loop nor the reply holds it.</summary>
+    void Release(PooledSocketArgs args);
+}
