@@ -77,6 +77,7 @@ public partial class UdpServer : SocketServer
     private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
+            handler,
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock
                 ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
@@ -85,7 +86,6 @@ public partial class UdpServer : SocketServer
             logger,
             faults)
     {
-        ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
@@ -130,7 +130,7 @@ public partial class UdpServer : SocketServer
             throw;
         }
 
-        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
+        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
         return bound;
     }
 
@@ -153,7 +153,7 @@ public partial class UdpServer : SocketServer
 
     private protected override void Abort()
     {
-        Logger.UdpGracePeriodOver(LocalEndPoint);
+        Logger.UdpGracePeriodOver(Name, LocalEndPoint);
         CloseSockets();
     }
 
@@ -163,7 +163,7 @@ public partial class UdpServer : SocketServer
         CloseSockets();
         await _receiveLoops.ConfigureAwait(false);
         DisposeReplyBlock();
-        Logger.UdpStopped(LocalEndPoint, Counters);
+        Logger.UdpStopped(Name, LocalEndPoint, Counters);
     }
 
     /// <summary>How many receives a server with <paramref name="options"/> makes: the options' number, but with
@@ -292,7 +292,7 @@ public partial class UdpServer : SocketServer
                 Count.DatagramHandled(length);
                 if (Logger.IsEnabled(LogLevel.Trace))
                 {
-                    Logger.DatagramHandled(length, SenderOf(args));
+                    Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
                 }
             }
             else
