@@ -119,9 +119,7 @@ public sealed partial class TcpServerTests
     public async Task Logger_Connection_OpenAndCloseLoggedAtDebug(CancellationToken cancellationToken)
     {
         var logger = new RecordingLogger();
-        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
-        await using var server = new TcpServer(options, new UppercaseHandler(), logger);
-        await server.StartAsync(cancellationToken);
+        await using var server = await StartAsync(new UppercaseHandler(), cancellationToken: cancellationToken, logger: logger);
         using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
         {
             await client.SendAsync("quit\n", cancellationToken);
@@ -131,6 +129,22 @@ public sealed partial class TcpServerTests
         await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
 
         Assert.That(logger.Lines.Where(line => line.Level == LogLevel.Debug).Select(line => line.Message), Has.Some.Contains("opened").And.Some.Contains("closed"));
+    }
+
+    // A server of another protocol must not call itself an echo server: its lifecycle lines name its handler.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAndStopAsync_HandlerNotEcho_LifecycleLinesNameTheHandler(CancellationToken cancellationToken)
+    {
+        var logger = new RecordingLogger();
+        await using var server = await StartAsync(new UppercaseHandler(), cancellationToken: cancellationToken, logger: logger);
+
+        await server.StopAsync(cancellationToken);
+
+        string[] information = [.. logger.Lines.Where(line => line.Level == LogLevel.Information).Select(line => line.Message)];
+        Assert.That(information, Has.Some.StartsWith($"TCP server for UppercaseHandler listening on {server.LocalEndPoint} ("));
+        Assert.That(information, Has.Some.StartsWith($"TCP server for UppercaseHandler on {server.LocalEndPoint} stopped: "));
+        Assert.That(information, Has.None.Contains("echo"));
     }
 
     [Test]

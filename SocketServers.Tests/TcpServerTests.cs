@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Text;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using PoolLib.Tests;
 
@@ -326,11 +327,11 @@ public sealed partial class TcpServerTests
         return error == SocketError.Success;
     }
 
-    private static async Task<TcpServer> StartAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure = null, CancellationToken cancellationToken = default)
+    private static async Task<TcpServer> StartAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure = null, CancellationToken cancellationToken = default, ILogger? logger = null)
     {
         var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
         configure?.Invoke(options);
-        return await Started.StartAsync(new TcpServer(options, handler, NullLogger.Instance), cancellationToken);
+        return await Started.StartAsync(new TcpServer(options, handler, logger ?? NullLogger.Instance), cancellationToken);
     }
 
     /// <summary>A line protocol for the tests: most lines come back upper-cased; a few are commands.</summary>

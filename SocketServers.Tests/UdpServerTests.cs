@@ -1,5 +1,7 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
 using PoolLib.Tests;
 
 namespace SocketServers.Tests;
@@ -80,10 +82,31 @@ public sealed class UdpServerTests(UdpProcessing processing)
         Assert.That(handler.Calls, Is.EqualTo(1), "only the unprivileged client's datagram");
     }
 
-    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken)
+    // A server of another protocol must not call itself an echo server: its lifecycle lines name its handler, and
+    // the line for each reply says it replied, not that it echoed.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StartAndStopAsync_HandlerNotEcho_LifecycleLinesNameTheHandler(CancellationToken cancellationToken)
+    {
+        var logger = new FakeLogger();
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
+        using Socket client = BoundClient();
+
+        await client.SendToAsync(new byte[] { 1, 2 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.ReceiveAsync(new byte[16], SocketFlags.None, cancellationToken);
+        await server.StopAsync(cancellationToken);
+
+        string[] lines = [.. logger.Collector.GetSnapshot().Select(record => record.Message)];
+        Assert.That(lines, Has.Some.StartsWith($"UDP server for CountingHandler listening on {server.LocalEndPoint} ("));
+        Assert.That(lines, Has.Some.EqualTo($"UDP replied with 3 bytes to {client.LocalEndPoint}"));
+        Assert.That(lines, Has.Some.StartsWith($"UDP server for CountingHandler on {server.LocalEndPoint} stopped: "));
+        Assert.That(lines, Has.None.Contains("echo"));
+    }
+
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, ILogger? logger = null)
     {
         var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 2 };
-        return await Started.StartAsync(new UdpServer(options, handler), cancellationToken);
+        return await Started.StartAsync(new UdpServer(options, handler, logger), cancellationToken);
     }
 
     private static Socket BoundClient()

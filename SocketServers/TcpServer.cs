@@ -97,9 +97,8 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the pools' names.</param>
     private protected TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: poolKind + "-args", logger, faults)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), handler, bufferSize: 0, options.MaxConnections, poolKind: poolKind + "-args", logger, faults)
     {
-        ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
         _poolKind = poolKind;
         _bufferSize = options.BufferSize;
@@ -132,6 +131,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         }
 
         Logger.TcpListening(
+            Name,
             bound,
             Pool.MaxCapacity,
             _bufferSize,
@@ -157,7 +157,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         }
         else
         {
-            Logger.TcpStopping(LocalEndPoint, open);
+            Logger.TcpStopping(Name, LocalEndPoint, open);
         }
 
         return _drained.Task;
@@ -165,7 +165,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     private protected override void Abort()
     {
-        Logger.TcpGracePeriodOver(LocalEndPoint, Count.OpenConnections);
+        Logger.TcpGracePeriodOver(Name, LocalEndPoint, Count.OpenConnections);
         _sweep.ForEach(static connection => connection.Abort());
     }
 
@@ -209,7 +209,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     private protected override Task CloseAsync()
     {
-        Logger.TcpStopped(LocalEndPoint, Counters);
+        Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();
         _sendBuffers?.Dispose();
         return Task.CompletedTask;

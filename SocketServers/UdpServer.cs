@@ -84,6 +84,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
     private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind, bool mayDeferReplies)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
+            handler,
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             // Past the receives' own args, the pending datagrams': queued for the reply block, or deferred by the handler.
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock || mayDeferReplies
@@ -93,7 +94,6 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             logger,
             faults)
     {
-        ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
@@ -138,7 +138,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             throw;
         }
 
-        Logger.UdpListening(bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
+        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
         return bound;
     }
 
@@ -174,7 +174,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
 
     private protected override void Abort()
     {
-        Logger.UdpGracePeriodOver(LocalEndPoint);
+        Logger.UdpGracePeriodOver(Name, LocalEndPoint);
         CloseSockets();
 
         // A deferred reply that ends later finds the sockets closed: counted as dropped, its args returned then.
@@ -187,7 +187,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
         CloseSockets();
         await _receiveLoops.ConfigureAwait(false);
         DisposeReplyBlock();
-        Logger.UdpStopped(LocalEndPoint, Counters);
+        Logger.UdpStopped(Name, LocalEndPoint, Counters);
     }
 
     /// <summary>How many receives a server with <paramref name="options"/> makes: the options' number, but with
@@ -360,7 +360,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             Count.DatagramHandled(length);
             if (Logger.IsEnabled(LogLevel.Trace))
             {
-                Logger.DatagramHandled(length, SenderOf(args));
+                Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
             }
         }
         else

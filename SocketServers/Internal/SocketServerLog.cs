@@ -10,17 +10,17 @@ namespace SocketServers.Internal;
 /// <see cref="LogRateLimiter.SuppressedNote"/>; their callers ask the limiter first.</remarks>
 internal static partial class SocketServerLog
 {
-    [LoggerMessage(1, LogLevel.Information, "TCP echo server listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})")]
-    public static partial void TcpListening(this ILogger logger, IPEndPoint endPoint, int maxConnections, int bufferSize, string idleTimeout);
+    [LoggerMessage(1, LogLevel.Information, "{Server} listening on {EndPoint} (max {MaxConnections} connections, buffer {BufferSize} B, idle timeout {IdleTimeout})")]
+    public static partial void TcpListening(this ILogger logger, string server, IPEndPoint endPoint, int maxConnections, int bufferSize, string idleTimeout);
 
-    [LoggerMessage(2, LogLevel.Information, "TCP echo server on {EndPoint} stopping: letting {Count} connections finish their replies")]
-    public static partial void TcpStopping(this ILogger logger, IPEndPoint? endPoint, int count);
+    [LoggerMessage(2, LogLevel.Information, "{Server} on {EndPoint} stopping: letting {Count} connections finish their replies")]
+    public static partial void TcpStopping(this ILogger logger, string server, IPEndPoint? endPoint, int count);
 
-    [LoggerMessage(3, LogLevel.Information, "TCP echo server on {EndPoint}: stop grace period over, closing {Count} connections")]
-    public static partial void TcpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint, int count);
+    [LoggerMessage(3, LogLevel.Information, "{Server} on {EndPoint}: stop grace period over, closing {Count} connections")]
+    public static partial void TcpGracePeriodOver(this ILogger logger, string server, IPEndPoint? endPoint, int count);
 
-    [LoggerMessage(4, LogLevel.Information, "TCP echo server on {EndPoint} stopped: {Counters}")]
-    public static partial void TcpStopped(this ILogger logger, IPEndPoint? endPoint, SocketServerCounters counters);
+    [LoggerMessage(4, LogLevel.Information, "{Server} on {EndPoint} stopped: {Counters}")]
+    public static partial void TcpStopped(this ILogger logger, string server, IPEndPoint? endPoint, SocketServerCounters counters);
 
     [LoggerMessage(5, LogLevel.Debug, "TCP accept on {EndPoint}: client left before accept ({SocketError})")]
     public static partial void AcceptClientLeft(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
@@ -64,14 +64,14 @@ internal static partial class SocketServerLog
     [LoggerMessage(20, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed}")]
     public static partial void ConnectionSocketFailed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError, string suppressed);
 
-    [LoggerMessage(30, LogLevel.Information, "UDP echo server listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives on {Sockets} sockets, receive buffer {ReceiveBufferSize} B, {DroppedSources})")]
-    public static partial void UdpListening(this ILogger logger, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, int sockets, int receiveBufferSize, string droppedSources);
+    [LoggerMessage(30, LogLevel.Information, "{Server} listening on {EndPoint} ({Processing}, max datagram {MaxDatagramSize} B, {Receives} receives on {Sockets} sockets, receive buffer {ReceiveBufferSize} B, {DroppedSources})")]
+    public static partial void UdpListening(this ILogger logger, string server, IPEndPoint endPoint, UdpProcessing processing, int maxDatagramSize, int receives, int sockets, int receiveBufferSize, string droppedSources);
 
-    [LoggerMessage(31, LogLevel.Information, "UDP echo server on {EndPoint}: stop grace period over, dropping the replies still waiting")]
-    public static partial void UdpGracePeriodOver(this ILogger logger, IPEndPoint? endPoint);
+    [LoggerMessage(31, LogLevel.Information, "{Server} on {EndPoint}: stop grace period over, dropping the replies still waiting")]
+    public static partial void UdpGracePeriodOver(this ILogger logger, string server, IPEndPoint? endPoint);
 
-    [LoggerMessage(32, LogLevel.Information, "UDP echo server on {EndPoint} stopped: {Counters}")]
-    public static partial void UdpStopped(this ILogger logger, IPEndPoint? endPoint, SocketServerCounters counters);
+    [LoggerMessage(32, LogLevel.Information, "{Server} on {EndPoint} stopped: {Counters}")]
+    public static partial void UdpStopped(this ILogger logger, string server, IPEndPoint? endPoint, SocketServerCounters counters);
 
     [LoggerMessage(34, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: larger than {MaxDatagramSize} bytes{Suppressed}")]
     public static partial void DatagramTooLarge(this ILogger logger, IPEndPoint? remoteEndPoint, int maxDatagramSize, string suppressed);
@@ -79,7 +79,7 @@ internal static partial class SocketServerLog
     [LoggerMessage(35, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: source ports below {FirstAnsweredPort} belong to services, and answering one may start an endless loop{Suppressed}")]
     public static partial void DatagramFromPrivilegedPort(this ILogger logger, IPEndPoint? remoteEndPoint, int firstAnsweredPort, string suppressed);
 
-    [LoggerMessage(42, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: port {Port} is where echo servers like this one listen (its own port, and the default one), and answering one may start an endless loop{Suppressed}")]
+    [LoggerMessage(42, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: port {Port} is this server's own or the default port, where servers like this one may listen, and answering one may start an endless loop{Suppressed}")]
     public static partial void DatagramFromEchoServerPort(this ILogger logger, IPEndPoint? remoteEndPoint, int port, string suppressed);
 
     [LoggerMessage(43, LogLevel.Warning, "UDP datagram from {RemoteEndPoint} dropped: over {MaxRepliesPerSecond} replies a second to one sender{Suppressed}")]
@@ -88,8 +88,8 @@ internal static partial class SocketServerLog
     [LoggerMessage(36, LogLevel.Debug, "UDP receive on {EndPoint}: {SocketError} from an earlier reply, receiving on")]
     public static partial void ReceiveReportedEarlierReply(this ILogger logger, IPEndPoint? endPoint, SocketError socketError);
 
-    [LoggerMessage(38, LogLevel.Trace, "UDP echoed {Bytes} bytes to {RemoteEndPoint}")]
-    public static partial void DatagramHandled(this ILogger logger, int bytes, IPEndPoint? remoteEndPoint);
+    [LoggerMessage(38, LogLevel.Trace, "UDP {Replied} {Bytes} bytes to {RemoteEndPoint}")]
+    public static partial void DatagramHandled(this ILogger logger, string replied, int bytes, IPEndPoint? remoteEndPoint);
 
     [LoggerMessage(39, LogLevel.Debug, "UDP reply to {RemoteEndPoint} failed: {SocketError}")]
     public static partial void ReplySocketFailed(this ILogger logger, IPEndPoint? remoteEndPoint, SocketError socketError);
