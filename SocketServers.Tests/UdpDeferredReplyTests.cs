@@ -1,7 +1,9 @@
 using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using PoolLib.Tests;
+using SocketServers.Internal;
 
 namespace SocketServers.Tests;
 
@@ -79,29 +81,46 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         using Socket client = BoundClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
-        int heldWhileDeferred = server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount;
         reply.Dispose();
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
 
         Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "no reply to the disposed one");
-        await Poll.UntilAsync(() => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount < heldWhileDeferred, cancellationToken);
+        await Poll.UntilAsync(() => ArgsOut(server) == 1, cancellationToken); // the one waiting for the next datagram
         Assert.Throws<InvalidOperationException>(() => reply.Send(0));
     }
 
     [Test]
     [CancelAfter(10_000)]
-    public async Task OnDatagram_ThrowsAfterDeferring_DatagramDroppedAndTheReplyEnded(CancellationToken cancellationToken)
+    public async Task OnDatagram_ThrowsAfterDeferring_FaultReportedAndTheReplyStillTheHandles(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        using var errors = new MetricCollector<long>(null, SocketServerMetrics.MeterName, "socketservers.errors");
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = BoundClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold and throw"u8.ToArray(), cancellationToken);
+        await Poll.UntilAsync(() => errors.GetMeasurementSnapshot().Count == 1, cancellationToken);
+        reply.Send(4);
+
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()), "the buffer stayed the handle's");
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Send_DuringTheHandlersCall_ReplyGoesAndTheArgsComesBackOnce(CancellationToken cancellationToken)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
         using Socket client = BoundClient();
 
-        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold and throw"u8.ToArray(), cancellationToken);
-        await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
-
-        Assert.Throws<InvalidOperationException>(() => reply.Send(1));
+        await client.SendToAsync("send at once"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("send at once"u8.ToArray()));
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()));
+
+        await Poll.UntilAsync(() => ArgsOut(server) == 1, cancellationToken); // the one waiting for the next datagram
+        Assert.That(server.Counters.MessagesHandled, Is.EqualTo(2));
     }
 
     [Test]
@@ -168,6 +187,8 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         return reply;
     }
 
+    private static int ArgsOut(UdpServer server) => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount;
+
     private static async Task<byte[]> ReceiveAsync(Socket client, CancellationToken cancellationToken)
     {
         byte[] buffer = new byte[64];
@@ -185,7 +206,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     /// <summary>
     /// Answers a datagram with its bytes reversed, at once; defers one that starts with "w": reversed and followed by what
     /// <see cref="Work"/> yields, once it has; keeps one that starts with "hold" for the test (throwing after it if the
-    /// datagram says "throw").
+    /// datagram says "throw"); sends one that says "send at once" back during its call.
     /// </summary>
     private sealed class DeferringHandler : UdpDatagramHandler
     {
@@ -204,6 +225,14 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
                 Kept.Enqueue(datagram.DeferReply());
                 Interlocked.Increment(ref _deferred);
                 return datagram.Data.EndsWith("throw"u8) ? throw new InvalidOperationException("the datagram says so") : 0;
+            }
+
+            if (datagram.Data.StartsWith("send at once"u8))
+            {
+                // Ended before the call returns: the receive loop still holds the args until it does.
+                datagram.DeferReply().Send(datagram.Length);
+                Interlocked.Increment(ref _deferred);
+                return 0;
             }
 
             if (datagram.Data.StartsWith("w"u8))

@@ -178,7 +178,8 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     /// Stops the server: no new connections or datagrams are taken, in-flight replies get the stop grace
     /// period to finish, then what is left is closed. A TCP connection reads nothing more, sends back what it has
     /// read, ends its stream, and drops what the client still sends until the client closes, so that closing it
-    /// resets nothing. The task completes when every pooled args is back in the pool. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
+    /// resets nothing. The task completes when every pooled args is back in the pool, but for those of UDP replies
+    /// still deferred when the grace period ended, which come back when their handles end them. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
     /// token can still end the grace period.
     /// </summary>
     /// <param name="cancellationToken">Cancelling it ends the grace period at once, whichever call passed it; the

@@ -42,7 +42,8 @@ public readonly ref struct UdpDatagram
     /// <see cref="UdpDatagramHandler.OnDatagram"/> returns is then ignored; the reply goes when the handle's
     /// <see cref="UdpDeferredReply.Send"/> is called, or none on its <see cref="UdpDeferredReply.Dispose"/>.</summary>
     /// <returns>The reply, which must be sent or disposed: until then it holds a pooled buffer, and a stopping server
-    /// waits for it up to its stop grace period.</returns>
+    /// waits for it up to its stop grace period. A handler that throws after deferring is reported as faulted, and
+    /// the reply still waits for its handle.</returns>
     /// <exception cref="InvalidOperationException">The reply to this datagram is deferred already, or the datagram was
     /// not handed over by a server.</exception>
     public UdpDeferredReply DeferReply()

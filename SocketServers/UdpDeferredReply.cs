@@ -9,7 +9,7 @@ namespace SocketServers;
 /// </summary>
 /// <remarks>
 /// Either may be called from any thread, once: after that the handle is stale, and every member but
-/// <see cref="Dispose"/> throws. Each deferred reply holds a pooled buffer; when
+/// <see cref="Dispose"/> throws, as they do on a default instance. Each deferred reply holds a pooled buffer; when
 /// <see cref="UdpServerOptions.MaxPendingDatagrams"/> of them are out, the server receives no more until one ends.
 /// </remarks>
 public readonly struct UdpDeferredReply : IDisposable
@@ -32,12 +32,14 @@ public readonly struct UdpDeferredReply : IDisposable
     /// <exception cref="InvalidOperationException">The reply was sent or disposed.</exception>
     public Memory<byte> Buffer => Deferral.Buffer(_token);
 
-    /// <summary>Gets the sender, which the reply goes to; it stays the same until the reply ends.</summary>
+    /// <summary>Gets the sender, which the reply goes to; it stays the same until the reply ends, and then changes in
+    /// place with the args' next datagram: copy it (<c>new IPEndPoint(address, port)</c>) to keep it.</summary>
     /// <exception cref="InvalidOperationException">The reply was sent or disposed.</exception>
     public EndPoint RemoteEndPoint => Deferral.RemoteEndPoint(_token);
 
     /// <summary>Sends the first <paramref name="length"/> bytes of <see cref="Buffer"/> to the sender, and gives the buffer
-    /// back. A send that fails is counted and logged as a synchronous reply's would be, not thrown.</summary>
+    /// back. The send waits only while the socket's send buffer is full; one that fails is counted and logged as a
+    /// synchronous reply's would be, not thrown.</summary>
     /// <param name="length">The reply's length, from 0 (no reply) to the length of <see cref="Buffer"/>.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="length"/> is out of range; the reply is still
     /// pending.</exception>

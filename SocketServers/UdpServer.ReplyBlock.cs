@@ -224,25 +224,6 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Counts and logs an exception out of a reply (the args is back in the pool by then, see
-    /// <see cref="EndReply"/>); a logger that fails here too is ignored, so that the block goes on.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void OnReplyFaulted(Exception exception)
-    {
-        SocketServerMetrics.Error(this, "reply", SocketServerMetrics.ErrorType(exception));
-        try
-        {
-            if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
-            {
-                Logger.ReplyFaulted(exception, LocalEndPoint, LogRateLimiter.SuppressedNote(suppressed));
-            }
-        }
-        catch (Exception)
-        {
-            // The logger failed as well: the metric has counted the fault.
-        }
-    }
-
     /// <summary>One socket's reply block: a bounded <see cref="ActionBlock{TInput}"/> that sends each datagram back from
     /// that socket, and whose processing task lingers between datagrams (<see cref="WaitForNextDatagram"/>).</summary>
     /// <remarks>

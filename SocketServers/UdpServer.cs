@@ -1,6 +1,7 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
@@ -266,7 +267,6 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             return true;
         }
 
-        int token = args.Deferral?.Token ?? 0;
         try
         {
             length = _handler.OnDatagram(new UdpDatagram(args.OwnBuffer.AsSpan(0, _maxDatagramSize), length, args.RemoteEndPoint!, this, socket, args));
@@ -276,8 +276,9 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             length = 0;
             if (args.Deferral?.TakeDeferred() == true)
             {
-                // Deferred, then threw: the reply ends here, as dropped, unless the handler had sent it already.
-                args.Deferral.TryEnd(token, 0, ex);
+                // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
+                // ends the reply; the exception is reported, the datagram counted when the reply ends.
+                OnReplyFaulted(ex);
                 failure = null;
                 return false;
             }
@@ -394,22 +395,47 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
 
     Exception? IUdpReplyOwner.SendReply(Socket socket, PooledSocketArgs args, int length) => SendReply(socket, args, length);
 
-    void IUdpReplyOwner.OnDeferredReplyEnded(PooledSocketArgs args, int length, Exception? failure)
+    void IUdpReplyOwner.CountDeferredReply(PooledSocketArgs args, int length, Exception? failure)
     {
         try
         {
             CountReply(args, length, failure);
         }
-        finally
+        catch (Exception ex)
         {
-            if (Interlocked.Decrement(ref _deferredReplies) == 0 && Volatile.Read(ref _drainingDeferred) == 1)
-            {
-                _deferredEnded.TrySetResult();
-            }
+            // A logger that failed: not the sender's business.
+            OnReplyFaulted(ex);
         }
     }
 
     void IUdpReplyOwner.Release(PooledSocketArgs args) => Pool.Release(args.Slot);
+
+    void IUdpReplyOwner.OnDeferredReplyEnded()
+    {
+        if (Interlocked.Decrement(ref _deferredReplies) == 0 && Volatile.Read(ref _drainingDeferred) == 1)
+        {
+            _deferredEnded.TrySetResult();
+        }
+    }
+
+    /// <summary>Counts and logs an exception out of a handler or a reply; a logger that fails here too is ignored, so
+    /// that the receives and replies go on.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void OnReplyFaulted(Exception exception)
+    {
+        SocketServerMetrics.Error(this, "reply", SocketServerMetrics.ErrorType(exception));
+        try
+        {
+            if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
+            {
+                Logger.ReplyFaulted(exception, LocalEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+            }
+        }
+        catch (Exception)
+        {
+            // The logger failed as well: the metric has counted the fault.
+        }
+    }
 
     /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
     /// the args' own endpoint changes with its next receive.</summary>

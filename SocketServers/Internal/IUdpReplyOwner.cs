@@ -12,9 +12,14 @@ internal interface IUdpReplyOwner
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
     Exception? SendReply(Socket socket, PooledSocketArgs args, int length);
 
-    /// <summary>Counts and logs a deferred reply that has ended, sent (<paramref name="length"/> above 0), declined or failed.</summary>
-    void OnDeferredReplyEnded(PooledSocketArgs args, int length, Exception? failure);
+    /// <summary>Counts and logs a deferred reply that has ended, sent (<paramref name="length"/> above 0), declined or
+    /// failed; never throws.</summary>
+    void CountDeferredReply(PooledSocketArgs args, int length, Exception? failure);
 
     /// <summary>Returns the args to the pool, once neither the receive loop nor the reply holds it.</summary>
     void Release(PooledSocketArgs args);
+
+    /// <summary>Called last for each deferred reply, once its args is back in the pool or with the receive loop (which
+    /// a stopping server waits for anyway): a stopping server waits for this.</summary>
+    void OnDeferredReplyEnded();
 }

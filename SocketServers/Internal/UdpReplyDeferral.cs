@@ -78,11 +78,12 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args)
                 failure = owner.SendReply(_socket!, args, length);
             }
 
-            owner.OnDeferredReplyEnded(args, failure is null ? length : 0, failure);
+            owner.CountDeferredReply(args, failure is null ? length : 0, failure);
         }
         finally
         {
             LetGo();
+            owner.OnDeferredReplyEnded();
         }
 
         return true;
