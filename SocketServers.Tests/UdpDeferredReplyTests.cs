@@ -133,13 +133,16 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
 
         Task stopping = server.StopAsync();
-        if (processing == UdpProcessing.ReceiveThreads)
+        if (processing == UdpProcessing.ReplyBlock)
         {
-            // Only the deferred reply holds an args once the receive thread has ended: the stop is draining. A reply
-            // block's receive keeps its args until the sockets close, after the drain, so there is no such sign there.
-            await Poll.UntilAsync(() => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount == 1, cancellationToken);
+            // The reply block declines what comes once the stop has begun: a datagram dropped says it is draining, and
+            // its receive loop then ends. A receive thread ends at once, so it never drops one.
+            await client.SendToAsync("late"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
         }
 
+        // Only the deferred reply holds an args once the receives have ended.
+        await Poll.UntilAsync(() => ArgsOut(server) == 1, cancellationToken);
         bool stoppedBeforeTheReply = stopping.IsCompleted;
         reply.Send(reply.Data.Length);
         await stopping.WaitAsync(cancellationToken);
