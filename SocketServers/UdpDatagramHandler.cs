@@ -1,15 +1,13 @@
 namespace SocketServers;
 
-/// <summary>
-/// A protocol over UDP for a <see cref="UdpServer"/>: answers each datagram, in place, with a reply of any length up to
-/// <see cref="UdpServerOptions.MaxDatagramSize"/>, or none.
-/// </summary>
+/// <summary>A protocol over UDP for a <see cref="UdpServer"/>: answers each datagram, in place, with a reply of any
+/// length up to <see cref="UdpServerOptions.MaxDatagramSize"/>, or none.</summary>
 /// <remarks>
 /// One handler serves every datagram of a server, called from its receive threads (or its reply block) at once, so
 /// it keeps no per-datagram state in fields. It runs on the thread that received the datagram and the reply is sent
 /// as it returns: it must not block. A reply that needs asynchronous work is deferred
-/// (<see cref="UdpDatagram.DeferReply"/>) and sent when that work is done. Datagrams that could start an endless exchange with another service are dropped
-/// before a handler sees them.
+/// (<see cref="UdpDatagram.DeferReply"/>) and sent when that work is done. Datagrams that could start an endless
+/// exchange with another service are dropped before a handler sees them.
 /// </remarks>
 public abstract class UdpDatagramHandler
 {
