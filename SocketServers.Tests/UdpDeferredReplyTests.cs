@@ -169,6 +169,44 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         Assert.That(server.Counters.PoolAvailableCount, Is.EqualTo(server.Counters.PoolTotalCount), "its args is back");
     }
 
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task DeferReply_SteadyStream_AllocatesNoObjectPerDatagram(CancellationToken cancellationToken)
+    {
+        // As UdpEchoServerTests' steady-stream test: a blocking client on this thread that allocates nothing per
+        // datagram and counts what it does; the process-wide rest is the server's, plus the runtime's own noise. Each
+        // datagram's reply is deferred and ended (in the handler's call, so that no Task of the test's own counts).
+        const int Warmup = 5_000;
+        const int Measured = 50_000;
+        const double MaxBytesPerDatagram = 8;
+        await using var server = await StartAsync(new DeferringHandler(), cancellationToken);
+        using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp) { ReceiveTimeout = 10_000 };
+        client.Connect(server.LocalEndPoint!);
+        byte[] datagram = [.. "send at once"u8, .. new byte[20]];
+        byte[] reply = new byte[64];
+        int wrongReplies = 0;
+
+        void Exchange(int count)
+        {
+            for (int i = 0; i < count; i++)
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                client.Send(datagram);
+                wrongReplies += client.Receive(reply) == datagram.Length ? 0 : 1;
+            }
+        }
+
+        Exchange(Warmup);
+        long clientBefore = GC.GetAllocatedBytesForCurrentThread();
+        long before = GC.GetTotalAllocatedBytes(precise: true);
+        Exchange(Measured);
+        long after = GC.GetTotalAllocatedBytes(precise: true);
+        double serverBytesPerDatagram = (double)(after - before - (GC.GetAllocatedBytesForCurrentThread() - clientBefore)) / Measured;
+
+        Assert.That(wrongReplies, Is.Zero);
+        Assert.That(serverBytesPerDatagram, Is.LessThan(MaxBytesPerDatagram), $"the server allocated {serverBytesPerDatagram:F2} B per deferred reply");
+    }
+
     private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null)
     {
         var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 1 };
