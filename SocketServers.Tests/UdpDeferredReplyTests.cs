@@ -170,6 +170,29 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     }
 
     [Test]
+    [CancelAfter(10_000)]
+    public async Task DeferReply_EveryArgsOut_ReceivingWaitsUntilAReplyEnds(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        using var waiting = new MetricCollector<long>(null, "PoolLib", "pool.takers.waiting");
+        await using var server = await StartAsync(handler, cancellationToken, maxPendingDatagrams: 1);
+        using Socket client = BoundClient();
+        string pool = $"udp-args@{server.LocalEndPoint}";
+
+        // One args for the receive and one for a pending datagram: two deferred replies hold both.
+        UdpDeferredReply first = await DeferAsync(client, server, handler, "hold 1"u8.ToArray(), cancellationToken);
+        UdpDeferredReply second = await DeferAsync(client, server, handler, "hold 2"u8.ToArray(), cancellationToken);
+        await Poll.UntilAsync(() => LastWaiting(waiting, pool) == 1, cancellationToken);
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        first.Send(first.Data.Length);
+
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold 1"u8.ToArray()));
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "received once an args came back");
+        Assert.That(server.Counters.PoolTotalCount, Is.EqualTo(2));
+        second.Dispose();
+    }
+
+    [Test]
     [CancelAfter(60_000)]
     public async Task DeferReply_SteadyStream_AllocatesNoObjectPerDatagram(CancellationToken cancellationToken)
     {
@@ -207,9 +230,22 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         Assert.That(serverBytesPerDatagram, Is.LessThan(MaxBytesPerDatagram), $"the server allocated {serverBytesPerDatagram:F2} B per deferred reply");
     }
 
-    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null)
+    private static long LastWaiting(MetricCollector<long> waiting, string pool)
     {
-        var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 1 };
+        waiting.RecordObservableInstruments();
+        return waiting.GetMeasurementSnapshot().LastOrDefault(measurement => Equals(measurement.Tags["pool.name"], pool))?.Value ?? -1;
+    }
+
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null, int maxPendingDatagrams = 256)
+    {
+        var options = new UdpServerOptions
+        {
+            Address = IPAddress.Loopback,
+            Port = 0,
+            Processing = processing,
+            ConcurrentReceives = 1,
+            MaxPendingDatagrams = maxPendingDatagrams,
+        };
         if (stopGracePeriod is { } period)
         {
             options.StopGracePeriod = period;
