@@ -4,7 +4,6 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using PoolLib;
-using SocketServers.Echo;
 using SocketServers.Internal;
 
 namespace SocketServers;
@@ -50,12 +49,8 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     // Set once the stop closed work in flight at the end of the grace period.
     private bool _stopCutShort;
 
-    private protected SocketServer(SocketServerOptions options, object handler, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
+    private protected SocketServer(SocketServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
     {
-        ArgumentNullException.ThrowIfNull(handler);
-        IsEcho = handler is EchoConnectionHandler or EchoDatagramHandler;
-        string protocol = handler is TcpConnectionHandler ? "TCP" : "UDP"; // not ProtocolName: no virtual call from a constructor
-        Name = IsEcho ? $"{protocol} echo server" : $"{protocol} server for {handler.GetType().Name}";
         Logger = logger ?? NullLogger.Instance;
         Faults = faults ?? FaultInjection.None;
         _stopGracePeriod = options.StopGracePeriod;
@@ -109,10 +104,13 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
 
     /// <summary>What the lifecycle lines call the server: "TCP echo server" for the echo servers, else "TCP server for"
     /// the handler's type name, so that a line says which protocol's server it is about.</summary>
-    private protected string Name { get; }
+    private protected string Name => IsEcho ? $"{ProtocolName} echo server" : $"{ProtocolName} server for {HandlerTypeName}";
 
-    /// <summary>Whether the handler is the echo one, which replies with what it received.</summary>
-    private protected bool IsEcho { get; }
+    /// <summary>Whether this is an echo server, whose handler replies with what it received.</summary>
+    private protected virtual bool IsEcho => false;
+
+    /// <summary>The name of the handler's type, for <see cref="Name"/>.</summary>
+    private protected abstract string HandlerTypeName { get; }
 
     /// <summary>The pool every operation's args comes from; only once <see cref="CreatePool"/> has made it.</summary>
     private protected SocketArgsPool Pool => _pool!;

@@ -58,4 +58,6 @@ public sealed class TcpEchoServer : TcpServer
         : base(options, EchoConnectionHandler.Instance, logger, faults, time, poolKind: "tcp-echo")
     {
     }
+
+    private protected override bool IsEcho => true;
 }

@@ -97,8 +97,9 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the pools' names.</param>
     private protected TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), handler, bufferSize: 0, options.MaxConnections, poolKind: poolKind + "-args", logger, faults)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: poolKind + "-args", logger, faults)
     {
+        ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
         _poolKind = poolKind;
         _bufferSize = options.BufferSize;
@@ -115,6 +116,8 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Tcp;
+
+    private protected override string HandlerTypeName => _handler.GetType().Name;
 
     private protected override IPEndPoint StartCore()
     {

@@ -45,4 +45,6 @@ public sealed class UdpEchoServer : UdpServer
         : base(options, EchoDatagramHandler.Instance, logger, faults, poolKind: "udp-echo-args", mayDeferReplies: false)
     {
     }
+
+    private protected override bool IsEcho => true;
 }

@@ -85,7 +85,6 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
     private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind, bool mayDeferReplies)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
-            handler,
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             // Past the receives' own args, the pending datagrams': queued for the reply block, or deferred by the handler.
             poolCapacity: options.Processing == UdpProcessing.ReplyBlock || mayDeferReplies
@@ -95,6 +94,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
             logger,
             faults)
     {
+        ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
@@ -111,6 +111,8 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
 
     /// <inheritdoc/>
     public override ProtocolType Protocol => ProtocolType.Udp;
+
+    private protected override string HandlerTypeName => _handler.GetType().Name;
 
     /// <summary>How many receives the server makes: <see cref="UdpServerOptions.ConcurrentReceives"/>, or the
     /// number it stands for.</summary>
