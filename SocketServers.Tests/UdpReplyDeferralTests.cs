@@ -11,11 +11,11 @@ public sealed class UdpReplyDeferralTests
     {
         using var args = new PooledSocketArgs(new byte[16]);
         var owner = new CountingOwner();
-        var deferral = new UdpReplyDeferral(args);
+        var deferral = new UdpReplyDeferral(args, owner);
         int doubleWins = 0;
         for (int round = 1; round <= 5_000 && !cancellationToken.IsCancellationRequested; round++)
         {
-            deferral.Defer(owner, null!, datagramLength: 4, bufferLength: 16);
+            deferral.Defer(null!, datagramLength: 4, bufferLength: 16);
             int token = deferral.Token;
             int wins = 0;
             Task.WaitAll(
@@ -38,8 +38,8 @@ public sealed class UdpReplyDeferralTests
     {
         using var args = new PooledSocketArgs(new byte[16]);
         var owner = new CountingOwner();
-        var deferral = new UdpReplyDeferral(args);
-        deferral.Defer(owner, null!, datagramLength: 4, bufferLength: 16);
+        var deferral = new UdpReplyDeferral(args, owner);
+        deferral.Defer(null!, datagramLength: 4, bufferLength: 16);
 
         Assert.That(deferral.TryEnd(deferral.Token, 0, failure: null), Is.True);
         Assert.That(owner.Released, Is.Zero, "the loop is still in the handler's call");
@@ -52,8 +52,8 @@ public sealed class UdpReplyDeferralTests
     {
         using var args = new PooledSocketArgs(new byte[16]);
         var owner = new CountingOwner();
-        var deferral = new UdpReplyDeferral(args);
-        deferral.Defer(owner, null!, datagramLength: 4, bufferLength: 16);
+        var deferral = new UdpReplyDeferral(args, owner);
+        deferral.Defer(null!, datagramLength: 4, bufferLength: 16);
 
         Assert.That(deferral.TakeDeferred(), Is.True);
         Assert.That(owner.Released, Is.Zero, "the reply still holds it");
@@ -66,10 +66,10 @@ public sealed class UdpReplyDeferralTests
     public void Defer_TwiceForOneDatagram_Throws()
     {
         using var args = new PooledSocketArgs(new byte[16]);
-        var deferral = new UdpReplyDeferral(args);
-        deferral.Defer(new CountingOwner(), null!, datagramLength: 4, bufferLength: 16);
+        var deferral = new UdpReplyDeferral(args, new CountingOwner());
+        deferral.Defer(null!, datagramLength: 4, bufferLength: 16);
 
-        Assert.Throws<InvalidOperationException>(() => deferral.Defer(new CountingOwner(), null!, datagramLength: 4, bufferLength: 16));
+        Assert.Throws<InvalidOperationException>(() => deferral.Defer(null!, datagramLength: 4, bufferLength: 16));
     }
 
     private sealed class CountingOwner : IUdpReplyOwner

@@ -53,7 +53,7 @@ public readonly ref struct UdpDatagram
             throw new InvalidOperationException("Only a datagram a UDP server handed to its handler can have its reply deferred.");
         }
 
-        _args.Deferral ??= new UdpReplyDeferral(_args);
-        return _args.Deferral.Defer(_owner!, _socket!, Length, Buffer.Length);
+        _args.Deferral ??= new UdpReplyDeferral(_args, _owner!);
+        return _args.Deferral.Defer(_socket!, Length, Buffer.Length);
     }
 }

@@ -17,7 +17,7 @@ namespace SocketServers;
 /// with the load. Loop-prone, oversized and over-rate datagrams are dropped and counted. SocketServers/README.md
 /// says how receives share the port, what is logged, and how failed loops restart. Every member is thread-safe.
 /// </remarks>
-public partial class UdpServer : SocketServer, IUdpReplyOwner
+public partial class UdpServer : SocketServer
 {
     private readonly IPEndPoint _endPoint;
     private readonly int _maxDatagramSize;
@@ -54,12 +54,6 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
 
     // Completes when every receive loop (or thread) has ended and returned its args.
     private Task _receiveLoops = Task.CompletedTask;
-
-    // Replies deferred by the handler and not ended yet. Once the loops have ended, a stop sets _drainingDeferred and
-    // waits for _deferredEnded: each side writes, fences, then reads the other's value, so one of them completes it.
-    private int _deferredReplies;
-    private int _drainingDeferred;
-    private readonly TaskCompletionSource _deferredEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     /// <summary>Creates a UDP server that answers datagrams with <paramref name="handler"/>; it does not bind until
     /// <see cref="SocketServer.StartAsync"/>.</summary>
@@ -165,14 +159,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
         await (_processing == UdpProcessing.ReplyBlock ? ReplyBlockCompletion : _receiveLoops).ConfigureAwait(false);
 
         // No handler is called any more, so no reply is deferred from here on: wait for those still out.
-        Volatile.Write(ref _drainingDeferred, 1);
-        Interlocked.MemoryBarrier();
-        if (Volatile.Read(ref _deferredReplies) == 0)
-        {
-            _deferredEnded.TrySetResult();
-        }
-
-        await _deferredEnded.Task.ConfigureAwait(false);
+        await DeferredRepliesEndedAsync().ConfigureAwait(false);
     }
 
     private protected override void Abort()
@@ -181,7 +168,7 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
         CloseSockets();
 
         // A deferred reply that ends later finds the sockets closed: counted as dropped, its args returned then.
-        _deferredEnded.TrySetResult();
+        StopWaitingForDeferredReplies();
     }
 
     private protected override async Task CloseAsync()
@@ -390,33 +377,6 @@ public partial class UdpServer : SocketServer, IUdpReplyOwner
                     }
                     break;
             }
-        }
-    }
-
-    void IUdpReplyOwner.OnReplyDeferred() => Interlocked.Increment(ref _deferredReplies);
-
-    Exception? IUdpReplyOwner.SendReply(Socket socket, PooledSocketArgs args, int length) => SendReply(socket, args, length);
-
-    void IUdpReplyOwner.CountDeferredReply(PooledSocketArgs args, int length, Exception? failure)
-    {
-        try
-        {
-            CountReply(args, length, failure);
-        }
-        catch (Exception ex)
-        {
-            // A logger that failed: not the sender's business.
-            OnReplyFaulted(ex);
-        }
-    }
-
-    void IUdpReplyOwner.Release(PooledSocketArgs args) => Pool.Release(args.Slot);
-
-    void IUdpReplyOwner.OnDeferredReplyEnded()
-    {
-        if (Interlocked.Decrement(ref _deferredReplies) == 0 && Volatile.Read(ref _drainingDeferred) == 1)
-        {
-            _deferredEnded.TrySetResult();
         }
     }
 

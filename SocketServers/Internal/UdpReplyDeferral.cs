@@ -6,9 +6,8 @@ namespace SocketServers.Internal;
 /// What stands behind a <see cref="UdpDeferredReply"/>: one per pooled args, kept across rentals, used again by each
 /// datagram that args receives and whose handler defers its reply.
 /// </summary>
-internal sealed class UdpReplyDeferral(PooledSocketArgs args)
+internal sealed class UdpReplyDeferral(PooledSocketArgs args, IUdpReplyOwner owner)
 {
-    private IUdpReplyOwner? _owner;
     private Socket? _socket;
     private int _datagramLength;
     private int _bufferLength;
@@ -29,14 +28,13 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args)
 
     /// <summary>Defers the reply to the datagram in the args; called during the handler's call.</summary>
     /// <exception cref="InvalidOperationException">The reply to this datagram is deferred already.</exception>
-    public UdpDeferredReply Defer(IUdpReplyOwner owner, Socket socket, int datagramLength, int bufferLength)
+    public UdpDeferredReply Defer(Socket socket, int datagramLength, int bufferLength)
     {
         if (_deferred)
         {
             throw new InvalidOperationException("The reply to this datagram is deferred already.");
         }
 
-        _owner = owner;
         _socket = socket;
         _datagramLength = datagramLength;
         _bufferLength = bufferLength;
@@ -70,7 +68,6 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args)
             return false;
         }
 
-        IUdpReplyOwner owner = _owner!;
         try
         {
             if (failure is null && length > 0)
@@ -126,7 +123,7 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args)
     {
         if (Interlocked.Decrement(ref _holders) == 0)
         {
-            _owner!.Release(args);
+            owner.Release(args);
         }
     }
 }
