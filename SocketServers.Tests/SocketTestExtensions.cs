@@ -3,9 +3,17 @@ using System.Net.Sockets;
 
 namespace SocketServers.Tests;
 
-/// <summary>The few stream operations the echo server tests repeat: connect, send all, read exactly, read to the end.</summary>
+/// <summary>The few socket operations the server tests repeat: a bound UDP client, connect, send all, read exactly, read to the end.</summary>
 internal static class SocketTestExtensions
 {
+    /// <summary>A UDP client bound to 127.0.0.1 on a free port, so that replies can come back to it.</summary>
+    public static Socket BoundUdpClient()
+    {
+        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        return client;
+    }
+
     public static async Task<Socket> ConnectTcpAsync(IPEndPoint endPoint, CancellationToken cancellationToken)
     {
         var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };

@@ -18,7 +18,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
         var work = new TaskCompletionSource<byte>(TaskCreationOptions.RunContinuationsAsynchronously);
         handler.Work = work.Task;
 
@@ -40,7 +40,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
         reply.Buffer.Span[0] = (byte)'x';
@@ -60,7 +60,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
         var negative = Assert.Throws<ArgumentOutOfRangeException>(() => reply.Send(-1));
@@ -78,7 +78,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
         reply.Dispose();
@@ -96,7 +96,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         var handler = new DeferringHandler();
         using var errors = new MetricCollector<long>(null, SocketServerMetrics.MeterName, "socketservers.errors");
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold and throw"u8.ToArray(), cancellationToken);
         await Poll.UntilAsync(() => errors.GetMeasurementSnapshot().Count == 1, cancellationToken);
@@ -112,7 +112,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync("send at once"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("send at once"u8.ToArray()));
@@ -131,7 +131,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
 
         Task stopping = server.StopAsync();
@@ -160,7 +160,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken, stopGracePeriod: TimeSpan.FromMilliseconds(200));
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
 
         await server.StopAsync().WaitAsync(cancellationToken);
@@ -178,7 +178,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         var handler = new DeferringHandler();
         using var waiting = new MetricCollector<long>(null, "PoolLib", "pool.takers.waiting");
         await using var server = await StartAsync(handler, cancellationToken, maxPendingDatagrams: 1);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
         string pool = $"udp-args@{server.LocalEndPoint}";
 
         // One args for the receive and one for a pending datagram: two deferred replies hold both.
@@ -273,13 +273,6 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         byte[] buffer = new byte[64];
         int received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
         return buffer[..received];
-    }
-
-    private static Socket BoundClient()
-    {
-        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
-        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
-        return client;
     }
 
     /// <summary>

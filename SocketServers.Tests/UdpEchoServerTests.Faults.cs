@@ -35,7 +35,7 @@ public sealed partial class UdpEchoServerTests
         await using (server)
         {
             await server.StartAsync(cancellationToken);
-            using Socket client = BoundClient();
+            using Socket client = SocketTestExtensions.BoundUdpClient();
 
             // With one receive, each echo needs the loop that failed three times; with four, the idle pool below
             // needs all four loops back in their receives.
@@ -87,7 +87,7 @@ public sealed partial class UdpEchoServerTests
 
             // The receive under way ends with this datagram; every receive after it fails.
             Volatile.Write(ref failing, 1);
-            using Socket client = BoundClient();
+            using Socket client = SocketTestExtensions.BoundUdpClient();
             await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
             await Poll.UntilAsync(() => Volatile.Read(ref failedReceives) > 0, cancellationToken);
 
@@ -114,7 +114,7 @@ public sealed partial class UdpEchoServerTests
         await using var server = new UdpEchoServer(Options(_ => { }), logger);
         await server.StartAsync(cancellationToken);
         using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
 
@@ -174,8 +174,8 @@ public sealed partial class UdpEchoServerTests
     public async Task Echo_SourcePortBelowTheFirstAnswered_DroppedCountedMeteredAndLogged(CancellationToken cancellationToken)
     {
         var logger = new FakeLogger();
-        using Socket first = BoundClient();
-        using Socket second = BoundClient();
+        using Socket first = SocketTestExtensions.BoundUdpClient();
+        using Socket second = SocketTestExtensions.BoundUdpClient();
         (Socket low, Socket high) = PortOf(first) < PortOf(second) ? (first, second) : (second, first);
         await using (var server = new UdpEchoServer(Options(options => options.FirstAnsweredPort = PortOf(high)), logger))
         {
@@ -207,7 +207,7 @@ public sealed partial class UdpEchoServerTests
                 options.FirstAnsweredPort = IPEndPoint.MaxPort + 1;
             },
             cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
         await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 3, cancellationToken);
@@ -245,13 +245,6 @@ public sealed partial class UdpEchoServerTests
         var options = new UdpEchoServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing };
         configure(options);
         return options;
-    }
-
-    private static Socket BoundClient()
-    {
-        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
-        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
-        return client;
     }
 
     private static void AssertOneDropMetered(SocketServersMeterReader meter, string reason)

@@ -123,7 +123,7 @@ public sealed partial class UdpEchoServerTests
     private static async Task ProbeAsync(UdpEchoServer server, CancellationToken cancellationToken)
     {
         long before = server.Counters is var c ? c.MessagesHandled + c.Drops : 0;
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
         await EchoEachAsync(server, client, datagrams: 1, cancellationToken);
         await UdpEchoTesting.WaitForIdleAsync(server, before + 1, cancellationToken);
     }

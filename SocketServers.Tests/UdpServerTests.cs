@@ -24,7 +24,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Handler_ReplyOfAnotherLength_SentToTheSender(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 1, 2, 3, 4, 5 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         byte[] reply = new byte[16];
@@ -39,7 +39,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Handler_ReturnsZero_NoReplySent(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(Array.Empty<byte>(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await client.SendToAsync(new byte[] { 7 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
@@ -54,7 +54,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Handler_Throws_DatagramDroppedAndServerGoesOn(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 0xff }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await client.SendToAsync(new byte[] { 9 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
@@ -72,7 +72,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
         var handler = new CountingHandler();
         using Socket privileged = BindPortBelow1024OrInconclusive();
         await using var server = await StartAsync(handler, cancellationToken);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await privileged.SendToAsync(new byte[] { 1 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
@@ -90,7 +90,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     {
         var logger = new FakeLogger();
         await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
-        using Socket client = BoundClient();
+        using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 1, 2 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await client.ReceiveAsync(new byte[16], SocketFlags.None, cancellationToken);
@@ -107,13 +107,6 @@ public sealed class UdpServerTests(UdpProcessing processing)
     {
         var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 2 };
         return await Started.StartAsync(new UdpServer(options, handler, logger), cancellationToken);
-    }
-
-    private static Socket BoundClient()
-    {
-        var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
-        client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
-        return client;
     }
 
     /// <summary>A client on 127.0.0.1 at the highest free port below 1024; inconclusive where binding one is not allowed.</summary>
