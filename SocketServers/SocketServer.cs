@@ -38,9 +38,8 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     // Lines about loops that failed: a fault that recurs on every restart still shows a few times a second.
     private readonly LogRateLimiter _loopFailures = new();
 
-    // The args pool's buffer size, cap and kind of name; the pool itself is created once the endpoint is known.
+    // The args pool's buffer size and kind of name; the pool itself is created once the endpoint is known.
     private readonly int _poolBufferSize;
-    private readonly int _poolCapacity;
     private readonly string _poolKind;
 
     // Created by StartCore (CreatePool), before any loop that takes from it starts; null before the first start.
@@ -49,14 +48,13 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     // Set once the stop closed work in flight at the end of the grace period.
     private bool _stopCutShort;
 
-    private protected SocketServer(SocketServerOptions options, int bufferSize, int poolCapacity, string poolKind, ILogger? logger, FaultInjection? faults)
+    private protected SocketServer(SocketServerOptions options, int bufferSize, string poolKind, ILogger? logger, FaultInjection? faults)
     {
         Logger = logger ?? NullLogger.Instance;
         Faults = faults ?? FaultInjection.None;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
         _poolBufferSize = bufferSize;
-        _poolCapacity = poolCapacity;
         _poolKind = poolKind;
     }
 
@@ -279,10 +277,10 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     /// (<c>tcp-echo-args@127.0.0.1:7007</c>), so that the pools of servers in one process are told apart in metrics.</summary>
     private protected static string PoolName(string kind, IPEndPoint endPoint) => $"{kind}@{endPoint}";
 
-    /// <summary>Creates the args pool, named for <paramref name="endPoint"/>; StartCore calls it once bound, before any loop
-    /// starts. A pool left by a start that failed is disposed.</summary>
-    private protected void CreatePool(IPEndPoint endPoint)
-        => Interlocked.Exchange(ref _pool, new SocketArgsPool(_poolBufferSize, _poolCapacity, PoolName(_poolKind, endPoint)))?.Dispose();
+    /// <summary>Creates the args pool of <paramref name="capacity"/> args, named for <paramref name="endPoint"/>; StartCore
+    /// calls it once bound, before any loop starts. A pool left by a start that failed is disposed.</summary>
+    private protected void CreatePool(IPEndPoint endPoint, int capacity)
+        => Interlocked.Exchange(ref _pool, new SocketArgsPool(_poolBufferSize, capacity, PoolName(_poolKind, endPoint)))?.Dispose();
 
     /// <summary>First stop step: take no new work (close the listener, refuse new datagrams).</summary>
     private protected abstract Task StopReceivingAsync();

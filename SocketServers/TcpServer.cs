@@ -97,7 +97,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the pools' names.</param>
     private protected TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, options.MaxConnections, poolKind: poolKind + "-args", logger, faults)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, poolKind: poolKind + "-args", logger, faults)
     {
         ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
@@ -123,7 +123,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     {
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
-        CreatePool(bound);
+        CreatePool(bound, _maxConnections);
         _buffers = CreateBuffers(PoolName(_poolKind + "-buffers", bound));
         _sendBuffers = CreateBuffers(PoolName(_poolKind + "-send-buffers", bound));
         _listener = listener;

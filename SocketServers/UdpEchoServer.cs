@@ -42,7 +42,7 @@ public sealed class UdpEchoServer : UdpServer
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
-        : base(options, EchoDatagramHandler.Instance, logger, faults, poolKind: "udp-echo-args", mayDeferReplies: false)
+        : base(options, EchoDatagramHandler.Instance, logger, faults, poolKind: "udp-echo-args")
     {
     }
 

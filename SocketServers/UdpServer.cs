@@ -65,7 +65,7 @@ public partial class UdpServer : SocketServer
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, poolKind: "udp-args", mayDeferReplies: true)
+        : this(options, handler, logger, faults: null, poolKind: "udp-args")
     {
     }
 
@@ -75,15 +75,10 @@ public partial class UdpServer : SocketServer
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
-    /// <param name="mayDeferReplies">Whether the handler may defer replies, which then need args of their own.</param>
-    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind, bool mayDeferReplies)
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
-            // Past the receives' own args, the pending datagrams': queued for the reply block, or deferred by the handler.
-            poolCapacity: options.Processing == UdpProcessing.ReplyBlock || mayDeferReplies
-                ? PendingCapacity(options.MaxPendingDatagrams, SocketsFor(options)) + ReceivesFor(options)
-                : ReceivesFor(options),
             poolKind,
             logger,
             faults)
@@ -119,7 +114,11 @@ public partial class UdpServer : SocketServer
     {
         Socket[] sockets = BindSockets(_socketCount);
         var bound = (IPEndPoint)sockets[0].LocalEndPoint!;
-        CreatePool(bound);
+        // Past the receives' own args, the pending datagrams': queued for the reply block, or deferred by the handler
+        // (which echo never does).
+        CreatePool(bound, _processing == UdpProcessing.ReplyBlock || !IsEcho
+            ? PendingCapacity(_maxPendingDatagrams, _socketCount) + _concurrentReceives
+            : _concurrentReceives);
         _ownPort = bound.Port;
         _sockets = sockets;
         try
