@@ -1,3 +1,4 @@
+using System.Collections.Concurrent;
 using Microsoft.Extensions.Time.Testing;
 using PoolLib.Tests.Fakes;
 
@@ -72,6 +73,46 @@ public sealed partial class PoolTests
         Assert.That(takenAfter, Has.None.AnyOf(slots.Select(slot => slot.Object).ToArray()), "objects idle before Clear were handed out after it");
         Assert.That(slots.Select(slot => slot.Object.DisposeCount), Is.All.EqualTo(1), "every object from before Clear is disposed once");
         AssertCounts(pool, total: 8, available: 0);
+    }
+
+    // An object whose making began before a Clear began is never stored again, however the Clear's walk
+    // and the object's registration interleave: the walk sees it, or the registration retires it.
+    [Test]
+    [CancelAfter(60_000)]
+    public void Clear_WhileOtherThreadsMakeObjects_EveryObjectBegunBeforeItIsDisposedOnRelease(CancellationToken cancellationToken)
+    {
+        const int Makers = 2, PerMaker = 20_000;
+        using var pool = new TrackedPool(Makers * PerMaker);
+        int clearsBegun = 0;
+        var begunAfter = new ConcurrentDictionary<TrackedObject, int>();
+        using var making = new ThreadLocal<int>();
+        pool.BeforeConstruct = () =>
+        {
+            making.Value = Volatile.Read(ref clearsBegun);
+            Thread.SpinWait(500); // a slow constructor: a Clear more often begins and walks meanwhile
+        };
+        pool.OnHoldSlot = @object => begunAfter[@object] = making.Value;
+        using var start = new Barrier(Makers + 1);
+        Task<PoolSlot<TrackedObject>[]>[] makers = [.. Enumerable.Range(0, Makers).Select(_ => Task.Factory.StartNew(() =>
+        {
+            start.SignalAndWait(cancellationToken);
+            return Enumerable.Range(0, PerMaker).Select(_ => pool.TakeSlot()).ToArray();
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default))];
+
+        start.SignalAndWait(cancellationToken);
+        while (!makers.All(maker => maker.IsCompleted))
+        {
+            Interlocked.Increment(ref clearsBegun);
+            pool.Clear();
+        }
+
+        PoolSlot<TrackedObject>[] slots = [.. makers.SelectMany(maker => maker.Result)];
+        int clears = clearsBegun;
+        slots.ToList().ForEach(pool.Release);
+
+        TrackedObject[] stored = [.. slots.Select(slot => slot.Object).Where(@object => begunAfter[@object] < clears && @object.DisposeCount == 0)];
+        Assert.That(clears, Is.GreaterThan(0));
+        Assert.That(stored, Is.Empty, "objects begun before a Clear began were stored after it");
     }
 
     [Test]

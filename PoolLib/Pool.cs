@@ -44,9 +44,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private readonly bool _resetsObjects;
     private readonly bool _releasesSlowly;
 
-    // How many times Clear has begun; an object made while it changed is retired.
-    private int _clears;
-
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
     /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
@@ -377,11 +374,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     public void Clear()
     {
         ThrowIfDisposed();
-        Interlocked.Increment(ref _clears);
-        foreach (PoolSlot<T>? slot in _registry.Slots)
-        {
-            slot?.Retire();
-        }
+        _registry.RetireAll();
 
         DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, throwFailures: true);
     }
@@ -1009,7 +1002,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>Makes an object and its slot, rented, with one unit of the cap the caller already holds.</summary>
     private PoolSlot<T> CreateSlot()
     {
-        int clears = Volatile.Read(ref _clears);
+        // A Clear that begins while the object is made cannot see it: the registration retires it then.
+        int retirements = _registry.Retirements;
         T @object;
         try
         {
@@ -1024,21 +1018,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() };
         try
         {
-            _registry.Add(slot);
+            _registry.Add(slot, retirements);
         }
         catch
         {
             (@object as IDisposable)?.Dispose();
             ReturnUnit();
             throw;
-        }
-
-        // A Clear that ran while the object was made did not see it: it goes as if seen. The fence
-        // orders the registration before the read, as Clear orders its count before its walk.
-        Interlocked.MemoryBarrier();
-        if (Volatile.Read(ref _clears) != clears)
-        {
-            slot.Retire();
         }
 
         try

@@ -13,7 +13,7 @@ public sealed class SlotRegistryTests
         PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, 1_024).Select(_ => new PoolSlot<TrackedObject>(pool, new TrackedObject()))];
         foreach (PoolSlot<TrackedObject> slot in slots)
         {
-            registry.Add(slot);
+            registry.Add(slot, registry.Retirements);
         }
 
         foreach (PoolSlot<TrackedObject> slot in slots.Where((_, i) => i % 8 != 0))
@@ -36,15 +36,33 @@ public sealed class SlotRegistryTests
         PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, 3).Select(_ => new PoolSlot<TrackedObject>(pool, new TrackedObject()))];
         foreach (PoolSlot<TrackedObject> slot in slots)
         {
-            registry.Add(slot);
+            registry.Add(slot, registry.Retirements);
         }
 
         registry.Remove(slots[0]);
         var added = new PoolSlot<TrackedObject>(pool, new TrackedObject());
-        registry.Add(added);
+        registry.Add(added, registry.Retirements);
 
         Assert.That(added.Index, Is.Zero);
         Assert.That(registry.Count, Is.EqualTo(3));
+    }
+
+    [Test]
+    public void Add_RetireAllBeganSinceTheCountWasRead_RetiresTheSlot()
+    {
+        using var pool = new TrackedPool(1);
+        var registry = new SlotRegistry<TrackedObject>();
+        PoolSlot<TrackedObject> before = NewSlot(pool), during = NewSlot(pool), after = NewSlot(pool);
+        registry.Add(before, registry.Retirements);
+        int retirements = registry.Retirements;
+
+        registry.RetireAll();
+        registry.Add(during, retirements);
+        registry.Add(after, registry.Retirements);
+
+        Assert.That(before.IsRetired, Is.True, "registered before: the walk retires it");
+        Assert.That(during.IsRetired, Is.True, "made while RetireAll ran: the registration retires it");
+        Assert.That(after.IsRetired, Is.False, "made afterwards");
     }
 
     // A walk reads the array once: a length read apart from it could belong to a newer, compacted
@@ -59,13 +77,13 @@ public sealed class SlotRegistryTests
         for (int i = 0; i < 60; i++)
         {
             churn.Add(NewSlot(pool));
-            registry.Add(churn[^1]);
+            registry.Add(churn[^1], registry.Retirements);
         }
 
         PoolSlot<TrackedObject>[] staying = [.. Enumerable.Range(0, 4).Select(_ => NewSlot(pool))];
         foreach (PoolSlot<TrackedObject> slot in staying)
         {
-            registry.Add(slot);
+            registry.Add(slot, registry.Retirements);
         }
 
         using var stop = new CancellationTokenSource();
@@ -74,7 +92,7 @@ public sealed class SlotRegistryTests
             while (!stop.IsCancellationRequested)
             {
                 churn.ForEach(registry.Remove);
-                churn.ForEach(registry.Add);
+                churn.ForEach(slot => registry.Add(slot, registry.Retirements));
             }
         }, cancellationToken);
 

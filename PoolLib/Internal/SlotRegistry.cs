@@ -19,6 +19,10 @@ internal sealed class SlotRegistry<T> where T : class
     private int _live;
     private readonly Stack<int> _freed = new();
 
+    // How many times every slot was retired at once; changed under _lock, so that a slot registered
+    // while that walk ran is either seen by it or told of it by Add.
+    private int _retirements;
+
     // Uninterruptible: every holder is halfway through making or discarding a slot.
     private readonly UninterruptibleLock _lock = new();
 
@@ -47,11 +51,19 @@ internal sealed class SlotRegistry<T> where T : class
         return idle;
     }
 
-    /// <summary>Makes a new slot findable by walks and hints.</summary>
-    public void Add(PoolSlot<T> slot)
+    /// <summary>Gets how many times <see cref="RetireAll"/> has begun; pass it to <see cref="Add"/>.</summary>
+    public int Retirements => Volatile.Read(ref _retirements);
+
+    /// <summary>Makes a new slot findable by walks and hints, retiring it if <see cref="RetireAll"/> began since <paramref name="retirements"/> was read.</summary>
+    public void Add(PoolSlot<T> slot, int retirements)
     {
         using (_lock.EnterScope())
         {
+            if (_retirements != retirements)
+            {
+                slot.Retire();
+            }
+
             int index = _freed.Count > 0 ? _freed.Pop() : _length++;
             PoolSlot<T>?[] slots = _slots;
             if (index >= slots.Length)
@@ -64,6 +76,20 @@ internal sealed class SlotRegistry<T> where T : class
             slot.Index = index;
             Volatile.Write(ref slots[index], slot);
             _live++;
+        }
+    }
+
+    /// <summary>Retires every slot registered now; a slot registered meanwhile is retired by <see cref="Add"/>.</summary>
+    public void RetireAll()
+    {
+        using (_lock.EnterScope())
+        {
+            _retirements++;
+        }
+
+        foreach (PoolSlot<T>? slot in Slots)
+        {
+            slot?.Retire();
         }
     }
 
