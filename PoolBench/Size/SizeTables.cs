@@ -6,22 +6,27 @@ namespace PoolBench.Size;
 /// <summary>The markdown tables of the <c>size</c> scenario.</summary>
 internal static class SizeTables
 {
-    /// <summary>One case: a row per size, ours with its ratio to its own cost at the smallest size and to the bag pool's, then the peers.</summary>
+    /// <summary>One case: a row per size, ours with its ratio to its own cost at the smallest size and to the bag pool's, then the peers, then the bag of handles and ours over it.</summary>
     public static MarkdownTable NsTable(List<SizeResult> results, string name, int[] sizes)
     {
-        var table = new MarkdownTable("objects", "Pool<T>", $"vs {CellText.Count(sizes[0])}", DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name, "vs ConcurrentBag");
+        var table = new MarkdownTable(
+            "objects", "Pool<T>", $"vs {CellText.Count(sizes[0])}", DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name, "vs ConcurrentBag",
+            SizedPools.BagOfHandles, "vs bag + handle");
         double? smallest = Ns(results, name, SizedPools.Ours, sizes[0]);
         foreach (int size in sizes)
         {
             double? ours = Ns(results, name, SizedPools.Ours, size);
             double? bag = Ns(results, name, ConcurrentBagPoolUnderTest.Name, size);
+            double? handles = Ns(results, name, SizedPools.BagOfHandles, size);
             table.Row(
                 CellText.Count(size),
                 WithGc(results, name, SizedPools.Ours, size),
                 CellText.Ratio(ours / smallest),
                 WithGc(results, name, DefaultObjectPoolUnderTest.Name, size),
                 WithGc(results, name, ConcurrentBagPoolUnderTest.Name, size),
-                CellText.Ratio(ours / bag));
+                CellText.Ratio(ours / bag),
+                WithGc(results, name, SizedPools.BagOfHandles, size),
+                CellText.Ratio(ours / handles));
         }
 
         return table;

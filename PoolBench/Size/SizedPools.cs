@@ -10,12 +10,15 @@ internal static class SizedPools
 {
     public const string Ours = OurPoolUnderTest.Name;
 
-    public static IReadOnlyList<string> Impls { get; } = [Ours, DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name];
+    public const string BagOfHandles = "ConcurrentBag + handle";
+
+    public static IReadOnlyList<string> Impls { get; } = [Ours, DefaultObjectPoolUnderTest.Name, ConcurrentBagPoolUnderTest.Name, BagOfHandles];
 
     public static ISizedPool Create(string impl, int objects) => impl switch
     {
         Ours => new OurSizedPool(objects),
         DefaultObjectPoolUnderTest.Name => new DefaultObjectSizedPool(objects),
+        BagOfHandles => new HandleBagSizedPool(),
         _ => new BagSizedPool(),
     };
 
@@ -97,6 +100,43 @@ internal static class SizedPools
         public void Trim()
         {
             while (_items.Count > 4 && _items.TryTake(out _))
+            {
+            }
+        }
+
+        public bool TryTake(TimeSpan timeout) => throw new NotSupportedException("the bag pool never waits");
+
+        public void Dispose()
+        {
+        }
+    }
+
+    /// <summary>The bag pool over <see cref="BenchItemHandle"/>s: the least a pool with a handle per object does.</summary>
+    private sealed class HandleBagSizedPool : ISizedPool
+    {
+        private readonly ConcurrentBag<BenchItemHandle> _handles = [];
+
+        public string Impl => BagOfHandles;
+
+        public bool IsCapped => false;
+
+        public bool CanFail => true;
+
+        public bool CanTrim => true;
+
+        public BenchItem? TryTakeIdle() => _handles.TryTake(out BenchItemHandle? handle) ? handle.Claim() : null;
+
+        public BenchItem TakeOrCreate() => TryTakeIdle() ?? new BenchItemHandle(new BenchItem()).Item;
+
+        public void Return(BenchItem item)
+        {
+            item.Handle!.Release();
+            _handles.Add(item.Handle);
+        }
+
+        public void Trim()
+        {
+            while (_handles.Count > 4 && _handles.TryTake(out _))
             {
             }
         }
