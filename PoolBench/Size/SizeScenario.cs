@@ -22,11 +22,12 @@ internal sealed class SizeScenario(BenchOptions options)
     public const string HighThreadId = "own object, thread id above 4,096";
     public const string LowThreadId = "own object, thread id below 100";
 
+    private const int FreshPoolRounds = 3;
+
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
 
     private readonly int[] _sizes = options.Quick ? [1_000, 10_000] : [1_000, 10_000, 100_000, 1_000_000];
     private readonly int _rounds = options.Quick ? 3 : 9;
-    private readonly int _freshPoolRounds = 3;
 
     public void Run(BenchReport report)
     {
@@ -182,14 +183,14 @@ internal sealed class SizeScenario(BenchOptions options)
     }
 
     /// <summary>An empty pool, filled by takes that each create an object.</summary>
-    private (double?, double?) MeasureGrowth(string impl, int size) => MedianOfRounds(() =>
+    private static (double?, double?) MeasureGrowth(string impl, int size) => MedianOfRounds(() =>
     {
         using ISizedPool pool = SizedPools.Create(impl, size);
         return OnThread(() => TimeCreatingTakes(pool, size));
     });
 
     /// <summary>A burst to the size, trimmed back to four objects, which another thread then holds: the next takes create.</summary>
-    private (double?, double?) MeasureAfterBurst(string impl, int size) => MedianOfRounds(() =>
+    private static (double?, double?) MeasureAfterBurst(string impl, int size) => MedianOfRounds(() =>
     {
         using ISizedPool pool = SizedPools.Create(impl, size);
         if (!pool.CanTrim)
@@ -204,9 +205,9 @@ internal sealed class SizeScenario(BenchOptions options)
     });
 
     /// <summary>A cell that makes its pool afresh, run in rounds, the median kept: one round alone moves by several times with what ran before it.</summary>
-    private (double?, double?) MedianOfRounds(Func<(double? Ns, double? GcNs)> round)
+    private static (double?, double?) MedianOfRounds(Func<(double? Ns, double? GcNs)> round)
     {
-        (double? Ns, double? GcNs)[] rounds = [.. Enumerable.Range(0, _freshPoolRounds).Select(_ => round())];
+        (double? Ns, double? GcNs)[] rounds = [.. Enumerable.Range(0, FreshPoolRounds).Select(_ => round())];
         return rounds[0].Ns is null ? rounds[0] : rounds.OrderBy(r => r.Ns).ElementAt(rounds.Length / 2);
     }
 
