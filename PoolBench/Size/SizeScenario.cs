@@ -91,8 +91,9 @@ internal sealed class SizeScenario(BenchOptions options)
         yield return Cell(impl, size, Failed, () => MeasureFailed(impl, size));
         yield return Cell(impl, size, Growth, () => MeasureGrowth(impl, size));
         yield return Cell(impl, size, AfterBurst, () => MeasureAfterBurst(impl, size));
-        yield return Cell(impl, size, LowThreadId, () => MeasureOwnObject(impl, size, threads.RunLow));
-        yield return Cell(impl, size, HighThreadId, () => MeasureOwnObject(impl, size, threads.RunHigh));
+        (double low, double high) = MeasureOwnObjects(impl, size, threads);
+        yield return Cell(impl, size, LowThreadId, () => low);
+        yield return Cell(impl, size, HighThreadId, () => high);
     }
 
     private static SizeResult Cell(string impl, int size, string name, Func<double?> measure) => Cell(impl, size, name, () => (measure(), null));
@@ -211,26 +212,46 @@ internal sealed class SizeScenario(BenchOptions options)
         return rounds[0].Ns is null ? rounds[0] : rounds.OrderBy(r => r.Ns).ElementAt(rounds.Length / 2);
     }
 
-    /// <summary>Every object but one is held; a thread takes that one and returns it, again and again.</summary>
-    private double? MeasureOwnObject(string impl, int size, Func<Func<double>, double> runOnThread)
+    /// <summary>
+    /// Two pools, each with every object but one held; the low-id thread takes and returns that one in
+    /// one pool, the high-id thread in the other, round by round in turn, the median of each kept: a
+    /// process's speed moves for seconds at a time, and rounds in turn see the same moves.
+    /// </summary>
+    private (double Low, double High) MeasureOwnObjects(string impl, int size, ThreadIds threads)
     {
-        using ISizedPool pool = SizedPools.Create(impl, size);
-        BenchItem[] held = OnThread(() => TakeAll(pool, size));
-        OnThread(() => pool.Return(held[0]));
-        int pairs = options.Quick ? 100_000 : 5_000_000;
-        GC.Collect();
-        return runOnThread(() =>
+        using ISizedPool lowPool = SizedPools.Create(impl, size);
+        using ISizedPool highPool = SizedPools.Create(impl, size);
+        foreach (ISizedPool pool in new[] { lowPool, highPool })
         {
-            long start = Stopwatch.GetTimestamp();
-            for (int i = 0; i < pairs; i++)
-            {
-                BenchItem item = pool.TakeOrCreate();
-                item.Buffer[0] = (byte)i;
-                pool.Return(item);
-            }
+            BenchItem[] held = OnThread(() => TakeAll(pool, size));
+            OnThread(() => pool.Return(held[0]));
+        }
 
-            return Stopwatch.GetElapsedTime(start).TotalNanoseconds / pairs;
-        });
+        int pairs = (options.Quick ? 100_000 : 5_000_000) / _rounds;
+        var low = new List<double>();
+        var high = new List<double>();
+        GC.Collect();
+        for (int round = 0; round < _rounds; round++)
+        {
+            low.Add(threads.RunLow(() => TimePairs(lowPool, pairs)));
+            high.Add(threads.RunHigh(() => TimePairs(highPool, pairs)));
+        }
+
+        return (Median(low)!.Value, Median(high)!.Value);
+    }
+
+    /// <summary>Takes and returns an object <paramref name="pairs"/> times, writing into it as a user would: ns per pair.</summary>
+    private static double TimePairs(ISizedPool pool, int pairs)
+    {
+        long start = Stopwatch.GetTimestamp();
+        for (int i = 0; i < pairs; i++)
+        {
+            BenchItem item = pool.TakeOrCreate();
+            item.Buffer[0] = (byte)i;
+            pool.Return(item);
+        }
+
+        return Stopwatch.GetElapsedTime(start).TotalNanoseconds / pairs;
     }
 
     /// <summary>Ours exhausted: how long a take with a 1 ms timeout waits before it gives up.</summary>
