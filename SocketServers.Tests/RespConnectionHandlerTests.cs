@@ -20,6 +20,13 @@ public sealed partial class RespConnectionHandlerTests
     [TestCase("*1\r\n$3\r\nGET\r\n", "-ERR wrong number of arguments for command\r\n")]
     [TestCase("*2\r\n$5\r\nFLUSH\r\n$1\r\nx\r\n", "-ERR unknown command 'FLUSH'\r\n")]
     [TestCase("\r\n*1\r\n$4\r\nPING\r\n", "+PONG\r\n")]
+    [TestCase("ECHO \"hello world\"\r\n", "$11\r\nhello world\r\n")]
+    [TestCase("ECHO \"a\\x41\\n\\\\\"\r\n", "$4\r\naA\n\\\r\n")]
+    [TestCase("ECHO 'it\\'s'\r\n", "$4\r\nit's\r\n")]
+    [TestCase("ECHO 'a\\nb'\r\n", "$4\r\na\\nb\r\n")]
+    [TestCase("ECHO x\"y z\"\r\n", "$4\r\nxy z\r\n")]
+    [TestCase("ECHO \"\"\r\n", "$0\r\n\r\n")]
+    [TestCase("SET \"q k\" 'v'\r\n*2\r\n$3\r\nGET\r\n$3\r\nq k\r\n", "+OK\r\n$1\r\nv\r\n")]
     [CancelAfter(10_000)]
     public async Task Command_Request_Reply(string request, string reply, CancellationToken cancellationToken)
     {
@@ -88,16 +95,69 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(await ReadAsync(client, 14, cancellationToken), Is.EqualTo("+OK\r\n+OK\r\n:2\r\n"));
     }
 
+    [TestCase("k")]
+    [TestCase("'k'")]
+    [CancelAfter(10_000)]
+    public async Task Exists_InlineWithMoreKeysThanTheSessionHasRoomFor_CountsEach(string key, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        int keys = 10 * RespSession.ArgumentsKept;
+
+        await client.SendAsync(Command("SET", "k", "v") + "EXISTS" + string.Concat(Enumerable.Repeat(" " + key, keys)) + "\r\n" + Command("PING"), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 18, cancellationToken), Is.EqualTo($"+OK\r\n:{keys}\r\n+PONG\r\n"));
+    }
+
     [Test]
     [CancelAfter(10_000)]
-    public async Task Command_MoreArgumentsThanTheLimit_ErrorAndTheConnectionGoesOn(CancellationToken cancellationToken)
+    public async Task Get_ValueLongerThanTheSessionsScratch_RepliesItWhole(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        string value = string.Concat(Enumerable.Range(0, 900).Select(i => (char)('a' + (i % 26))));
+        string reply = $"${value.Length}\r\n{value}\r\n";
+
+        await client.SendAsync(Command("SET", "long", value) + Command("GET", "long") + Command("GET", "long"), cancellationToken);
+
+        Assert.That(await ReadAsync(client, 5 + (2 * reply.Length), cancellationToken), Is.EqualTo("+OK\r\n" + reply + reply));
+    }
+
+    [TestCase("007")]
+    [TestCase("+5")]
+    [TestCase("-0")]
+    [TestCase(" 1")]
+    [TestCase("1 ")]
+    [TestCase("")]
+    [TestCase("12a")]
+    [TestCase("-")]
+    [TestCase("99999999999999999999")]
+    [TestCase("9223372036854775808")]
+    [CancelAfter(10_000)]
+    public async Task Incr_ValueRedisDoesNotReadAsAnInteger_ErrorAndUnchanged(string value, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        string replies = $"+OK\r\n-ERR value is not an integer or out of range\r\n${value.Length}\r\n{value}\r\n";
+
+        await client.SendAsync(Command("SET", "n", value) + Command("INCR", "n") + Command("GET", "n"), cancellationToken);
+
+        Assert.That(await ReadAsync(client, replies.Length, cancellationToken), Is.EqualTo(replies));
+    }
+
+    [TestCase("9223372036854775807", "-ERR increment or decrement would overflow\r\n")]
+    [TestCase("-9223372036854775808", ":-9223372036854775807\r\n")]
+    [TestCase("0", ":1\r\n")]
+    [TestCase("-1", ":0\r\n")]
+    [CancelAfter(10_000)]
+    public async Task Incr_IntegerAtTheEdges_AsRedisDoes(string value, string reply, CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(cancellationToken);
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
-        await client.SendAsync("EXISTS" + string.Concat(Enumerable.Repeat(" k", RespSession.MaxArguments)) + "\r\n" + Command("PING"), cancellationToken);
+        await client.SendAsync(Command("SET", "n", value) + Command("INCR", "n"), cancellationToken);
 
-        Assert.That(await ReadAsync(client, 32, cancellationToken), Is.EqualTo("-ERR too many arguments\r\n+PONG\r\n"));
+        Assert.That(await ReadAsync(client, 5 + reply.Length, cancellationToken), Is.EqualTo("+OK\r\n" + reply));
     }
 
     [Test]
@@ -122,6 +182,8 @@ public sealed partial class RespConnectionHandlerTests
     [TestCase("*1\r\n$4\r\nPINGxx", "bulk string not ended by CRLF", TestName = "BadInput_BulkWithoutCrlf_ErrorThenClose")]
     [TestCase("*1\r\n$4xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "line not ended by CRLF", TestName = "BadInput_UnterminatedHeaderLine_ErrorThenClose")]
     [TestCase("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n", "request larger than the receive buffer", TestName = "BadInput_RequestLargerThanTheBuffer_ErrorThenClose")]
+    [TestCase("ECHO \"abc\r\n", "unbalanced quotes in request", TestName = "BadInput_InlineQuoteLeftOpen_ErrorThenClose")]
+    [TestCase("ECHO \"a\"b\r\n", "unbalanced quotes in request", TestName = "BadInput_InlineClosingQuoteNotFollowedBySpace_ErrorThenClose")]
     [CancelAfter(10_000)]
     public async Task BadInput_ErrorThenClose(string request, string error, CancellationToken cancellationToken)
     {
@@ -131,6 +193,25 @@ public sealed partial class RespConnectionHandlerTests
         await client.SendAsync(Command("PING") + request, cancellationToken);
 
         Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo($"+PONG\r\n-ERR Protocol error: {error}\r\n"));
+        await AssertStillServesAsync(server, cancellationToken);
+    }
+
+    // The buffer fills with the request's start: it ends right after an argument, or within the next one's header.
+    [TestCase(0, TestName = "BadInput_BufferFilledUpToAnArgumentsEnd_ErrorThenClose")]
+    [TestCase(2, TestName = "BadInput_BufferFilledWithinAHeader_ErrorThenClose")]
+    [CancelAfter(10_000)]
+    public async Task BadInput_BufferFilledWithARequestsStart_ErrorThenClose(int headerBytesInTheBuffer, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        const string Start = "*3\r\n$3\r\nSET\r\n$1000\r\n";
+        string key = new('k', BufferSize - Start.Length - 2 - headerBytesInTheBuffer);
+        string request = Start.Replace("1000", key.Length.ToString(System.Globalization.CultureInfo.InvariantCulture), StringComparison.Ordinal) + key + "\r\n";
+        Assert.That(request.Length + headerBytesInTheBuffer, Is.EqualTo(BufferSize), "the request's start fills the buffer");
+
+        await client.SendAsync(Command("PING") + request + "$5\r\nhello\r\n", cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("+PONG\r\n-ERR Protocol error: request larger than the receive buffer\r\n"));
         await AssertStillServesAsync(server, cancellationToken);
     }
 

@@ -1,4 +1,6 @@
+using System.Buffers;
 using System.Buffers.Text;
+using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Text;
 
@@ -23,12 +25,13 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     private static readonly byte[] s_wrongArguments = "-ERR wrong number of arguments for command\r\n"u8.ToArray();
     private static readonly byte[] s_syntax = "-ERR syntax error\r\n"u8.ToArray();
     private static readonly byte[] s_notInteger = "-ERR value is not an integer or out of range\r\n"u8.ToArray();
-    private static readonly byte[] s_tooManyArguments = "-ERR too many arguments\r\n"u8.ToArray();
+    private static readonly byte[] s_overflow = "-ERR increment or decrement would overflow\r\n"u8.ToArray();
     private static readonly byte[] s_invalidMultibulk = "-ERR Protocol error: invalid multibulk length\r\n"u8.ToArray();
     private static readonly byte[] s_invalidBulk = "-ERR Protocol error: invalid bulk length\r\n"u8.ToArray();
     private static readonly byte[] s_expectedBulk = "-ERR Protocol error: expected '$'\r\n"u8.ToArray();
     private static readonly byte[] s_unterminatedBulk = "-ERR Protocol error: bulk string not ended by CRLF\r\n"u8.ToArray();
     private static readonly byte[] s_unterminatedLine = "-ERR Protocol error: line not ended by CRLF\r\n"u8.ToArray();
+    private static readonly byte[] s_unbalancedQuotes = "-ERR Protocol error: unbalanced quotes in request\r\n"u8.ToArray();
     private static readonly byte[] s_tooLarge = "-ERR Protocol error: request larger than the receive buffer\r\n"u8.ToArray();
     private static readonly byte[] s_unfinished = "-ERR Protocol error: unfinished request at end of input\r\n"u8.ToArray();
 
@@ -69,38 +72,26 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         int consumed = 0;
         while (consumed < data.Length)
         {
-            RespParseStatus status = RespRequestParser.TryParse(data.Span[consumed..], session.Arguments, _maxRequestSize, out int length, out int count);
+            ReadOnlyMemory<byte> rest = data[consumed..];
+            RespParseStatus status = RespRequestParser.TryParse(rest.Span, session.Arguments, _maxRequestSize, out int length, out int count);
             if (status == RespParseStatus.Incomplete)
             {
                 break;
             }
 
-            if (status == RespParseStatus.TooManyArguments && session.GrowArguments(count))
+            consumed += length;
+            bool goOn = status switch
             {
-                continue; // parsed again, with room for every argument
-            }
-
-            if (status is RespParseStatus.Complete or RespParseStatus.TooManyArguments)
+                RespParseStatus.Complete => count == 0 || await ExecuteAsync(connection, session, rest[..length], session.Arguments, count).ConfigureAwait(false),
+                RespParseStatus.TooManyArguments => await ExecuteWithRoomAsync(connection, session, rest[..length], count).ConfigureAwait(false),
+                RespParseStatus.QuotedInline => await ExecuteQuotedInlineAsync(connection, session, rest[..length]).ConfigureAwait(false),
+                _ => await RefuseAsync(connection, status).ConfigureAwait(false),
+            };
+            if (!goOn)
             {
-                ReadOnlyMemory<byte> request = data.Slice(consumed, length);
-                consumed += length;
-                if (status == RespParseStatus.TooManyArguments)
-                {
-                    await connection.WriteAsync(s_tooManyArguments).ConfigureAwait(false);
-                }
-                else if (count > 0 && !await ExecuteAsync(connection, session, request, count).ConfigureAwait(false))
-                {
-                    connection.Close();
-                    return data.Length;
-                }
-
-                continue;
+                connection.Close();
+                return data.Length;
             }
-
-            // The protocol is broken: say why, and close, since where the next request starts is unknown.
-            await connection.WriteAsync(ProtocolError(status)).ConfigureAwait(false);
-            connection.Close();
-            return data.Length;
         }
 
         return consumed;
@@ -109,28 +100,82 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     public override ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed)
         => connection.WriteAsync(s_unfinished);
 
-    private static byte[] ProtocolError(RespParseStatus status) => status switch
+    /// <summary>Says why a request breaks the protocol; the connection then closes, since where the next request starts is unknown.</summary>
+    /// <returns><see langword="false"/>: do not go on.</returns>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private static async ValueTask<bool> RefuseAsync(TcpConnection connection, RespParseStatus status)
     {
-        RespParseStatus.InvalidMultibulkLength => s_invalidMultibulk,
-        RespParseStatus.InvalidBulkLength => s_invalidBulk,
-        RespParseStatus.ExpectedBulk => s_expectedBulk,
-        RespParseStatus.UnterminatedBulk => s_unterminatedBulk,
-        RespParseStatus.UnterminatedLine => s_unterminatedLine,
-        _ => s_tooLarge,
-    };
+        await connection.WriteAsync(status switch
+        {
+            RespParseStatus.InvalidMultibulkLength => s_invalidMultibulk,
+            RespParseStatus.InvalidBulkLength => s_invalidBulk,
+            RespParseStatus.ExpectedBulk => s_expectedBulk,
+            RespParseStatus.UnterminatedBulk => s_unterminatedBulk,
+            RespParseStatus.UnterminatedLine => s_unterminatedLine,
+            RespParseStatus.UnbalancedQuotes => s_unbalancedQuotes,
+            _ => s_tooLarge,
+        }).ConfigureAwait(false);
+        return false;
+    }
+
+    /// <summary>A request with more arguments than the session has room for: parsed again into room rented for its handling.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<bool> ExecuteWithRoomAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> request, int count)
+    {
+        (int Start, int Length)[] arguments = ArrayPool<(int, int)>.Shared.Rent(count);
+        try
+        {
+            RespParseStatus status = RespRequestParser.TryParse(request.Span, arguments, _maxRequestSize, out _, out count);
+            Debug.Assert(status == RespParseStatus.Complete, "The request parsed whole before.");
+            return await ExecuteAsync(connection, session, request, arguments, count).ConfigureAwait(false);
+        }
+        finally
+        {
+            ArrayPool<(int, int)>.Shared.Return(arguments);
+        }
+    }
+
+    /// <summary>An inline command with quotes: its line copied to a rented buffer and unquoted there, as Redis splits it.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<bool> ExecuteQuotedInlineAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> line)
+    {
+        byte[] text = ArrayPool<byte>.Shared.Rent(line.Length);
+        (int Start, int Length)[] arguments = session.Arguments;
+        try
+        {
+            line.Span.CopyTo(text);
+            RespParseStatus status = RespRequestParser.TryParseQuotedInline(text.AsSpan(0, line.Length), arguments, out int count);
+            if (status == RespParseStatus.TooManyArguments)
+            {
+                arguments = ArrayPool<(int, int)>.Shared.Rent(count);
+                line.Span.CopyTo(text);
+                status = RespRequestParser.TryParseQuotedInline(text.AsSpan(0, line.Length), arguments, out count);
+            }
+
+            return status != RespParseStatus.Complete
+                ? await RefuseAsync(connection, status).ConfigureAwait(false)
+                : count == 0 || await ExecuteAsync(connection, session, text.AsMemory(0, line.Length), arguments, count).ConfigureAwait(false);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(text);
+            if (arguments != session.Arguments)
+            {
+                ArrayPool<(int, int)>.Shared.Return(arguments);
+            }
+        }
+    }
 
     /// <summary>Executes one request and writes its reply.</summary>
     /// <returns>Whether to go on: not after QUIT.</returns>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<bool> ExecuteAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> request, int count)
+    private async ValueTask<bool> ExecuteAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count)
     {
-        (int Start, int Length)[] arguments = session.Arguments;
         RespCommand command = Identify(request.Span.Slice(arguments[0].Start, arguments[0].Length));
         switch (command)
         {
             case RespCommand.Get when count == 2:
-                int length = _store.CopyTo(Argument(request, arguments, 1).Span, ref session.Value);
-                await (length < 0 ? connection.WriteAsync(s_nil) : WriteBulkAsync(connection, session, session.Value.AsMemory(0, length))).ConfigureAwait(false);
+                await GetAsync(connection, session, Argument(request, arguments, 1)).ConfigureAwait(false);
                 break;
             case RespCommand.Set when count == 3:
                 _store.Set(Argument(request, arguments, 1).Span, Argument(request, arguments, 2).Span);
@@ -146,9 +191,12 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 await WriteBulkAsync(connection, session, Argument(request, arguments, 1)).ConfigureAwait(false);
                 break;
             case RespCommand.Incr when count == 2:
-                await (_store.TryIncrement(Argument(request, arguments, 1).Span, out long value)
-                    ? WriteIntegerAsync(connection, session, value)
-                    : connection.WriteAsync(s_notInteger)).ConfigureAwait(false);
+                await (_store.Increment(Argument(request, arguments, 1).Span, out long value) switch
+                {
+                    RespStore.IncrementOutcome.Done => WriteIntegerAsync(connection, session, value),
+                    RespStore.IncrementOutcome.Overflow => connection.WriteAsync(s_overflow),
+                    _ => connection.WriteAsync(s_notInteger),
+                }).ConfigureAwait(false);
                 break;
             case RespCommand.Del or RespCommand.Exists when count >= 2:
                 await WriteIntegerAsync(connection, session, CountKeys(request, arguments, count, delete: command == RespCommand.Del)).ConfigureAwait(false);
@@ -188,6 +236,37 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         7 when Ascii.EqualsIgnoreCase(name, "COMMAND"u8) => RespCommand.Command,
         _ => RespCommand.Unknown,
     };
+
+    /// <summary>GET: the value copied out of the store into the session's scratch buffer or, when longer, into a buffer
+    /// rented until the reply is written, so that no connection keeps the largest value it ever read.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask GetAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> key)
+    {
+        byte[] buffer = session.Scratch;
+        int length;
+        while ((length = _store.CopyTo(key.Span, buffer)) > buffer.Length)
+        {
+            // Not copied: too long for the buffer. Again with room for it, since it may change meanwhile.
+            if (buffer != session.Scratch)
+            {
+                ArrayPool<byte>.Shared.Return(buffer);
+            }
+
+            buffer = ArrayPool<byte>.Shared.Rent(length);
+        }
+
+        try
+        {
+            await (length < 0 ? connection.WriteAsync(s_nil) : WriteBulkAsync(connection, session, buffer.AsMemory(0, length))).ConfigureAwait(false);
+        }
+        finally
+        {
+            if (buffer != session.Scratch)
+            {
+                ArrayPool<byte>.Shared.Return(buffer);
+            }
+        }
+    }
 
     private static ReadOnlyMemory<byte> Argument(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int index)
         => request.Slice(arguments[index].Start, arguments[index].Length);
@@ -246,8 +325,8 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     private static async ValueTask WriteUnknownCommandAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> name)
     {
         await connection.WriteAsync(s_unknownCommand).ConfigureAwait(false);
-        int length = Math.Min(name.Length, session.Value.Length);
-        Span<byte> printable = session.Value.AsSpan(0, length);
+        int length = Math.Min(name.Length, session.Scratch.Length);
+        Span<byte> printable = session.Scratch.AsSpan(0, length);
         name.Span[..length].CopyTo(printable);
         foreach (ref byte character in printable)
         {
@@ -257,7 +336,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
             }
         }
 
-        await connection.WriteAsync(session.Value.AsMemory(0, length)).ConfigureAwait(false);
+        await connection.WriteAsync(session.Scratch.AsMemory(0, length)).ConfigureAwait(false);
         await connection.WriteAsync(s_unknownCommandEnd).ConfigureAwait(false);
     }
 }

@@ -9,8 +9,16 @@ internal enum RespParseStatus
     /// <summary>The start of a request; more input is needed.</summary>
     Incomplete,
 
-    /// <summary>A request with more arguments than the parser keeps: it is consumed whole and refused.</summary>
+    /// <summary>A whole request with more arguments than the span given has room for; parse it again with room for them all.</summary>
     TooManyArguments,
+
+    /// <summary>A whole inline command with quotes: its line is to be copied and split by
+    /// <see cref="RespRequestParser.TryParseQuotedInline"/>.</summary>
+    QuotedInline,
+
+    /// <summary>An inline command with a quote left open, or a closing quote not followed by a space; the stream cannot be
+    /// resynchronised.</summary>
+    UnbalancedQuotes,
 
     /// <summary>An array length that is not a number from 0 to the limit; the stream cannot be resynchronised.</summary>
     InvalidMultibulkLength,

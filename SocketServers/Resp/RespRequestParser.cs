@@ -5,7 +5,7 @@ namespace SocketServers.Resp;
 /// <summary>
 /// Reads one RESP2 request from the start of a buffer: an array of bulk strings (<c>*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n</c>),
 /// as clients send, or an inline command (<c>PING\r\n</c>), as typed into telnet. It allocates nothing: the arguments are
-/// offsets into the input.
+/// offsets into the input, or, for an inline command with quotes, into the caller's copy of its line, unquoted in place.
 /// </summary>
 internal static class RespRequestParser
 {
@@ -19,11 +19,124 @@ internal static class RespRequestParser
     /// <param name="input">The bytes received and not yet consumed.</param>
     /// <param name="arguments">Where the arguments' offsets and lengths in <paramref name="input"/> go.</param>
     /// <param name="maxRequestSize">The longest request accepted, in bytes: the connection's receive buffer.</param>
-    /// <param name="consumed">The request's length, when <see cref="RespParseStatus.Complete"/> or
-    /// <see cref="RespParseStatus.TooManyArguments"/>.</param>
-    /// <param name="count">How many arguments the request has.</param>
+    /// <param name="consumed">The request's length, when <see cref="RespParseStatus.Complete"/>,
+    /// <see cref="RespParseStatus.TooManyArguments"/> or <see cref="RespParseStatus.QuotedInline"/>.</param>
+    /// <param name="count">How many arguments the request has; not counted for <see cref="RespParseStatus.QuotedInline"/>.</param>
     /// <returns>What the input starts with.</returns>
     public static RespParseStatus TryParse(ReadOnlySpan<byte> input, Span<(int Start, int Length)> arguments, int maxRequestSize, out int consumed, out int count)
+    {
+        RespParseStatus status = TryParseRequest(input, arguments, maxRequestSize, out consumed, out count);
+
+        // A buffer full of a request's start never holds the rest, wherever in the request it ends.
+        return status == RespParseStatus.Incomplete && input.Length >= maxRequestSize ? RespParseStatus.RequestTooLarge : status;
+    }
+
+    /// <summary>
+    /// Splits an inline command's line, which <see cref="TryParse"/> found to hold quotes, as Redis does: "double quotes"
+    /// with the escapes <c>\n \r \t \b \a \xHH</c> and <c>\</c> before any other byte, 'single quotes' with <c>\'</c>.
+    /// Undoes them in place: an argument is never longer than the text it came from.
+    /// </summary>
+    /// <param name="line">A copy of the line, with its LF (or CRLF); overwritten.</param>
+    /// <param name="arguments">Where the arguments' offsets and lengths in <paramref name="line"/> go.</param>
+    /// <param name="count">How many arguments the line has.</param>
+    /// <returns><see cref="RespParseStatus.Complete"/>, <see cref="RespParseStatus.TooManyArguments"/> (the line is then
+    /// half undone: copy it again), or <see cref="RespParseStatus.UnbalancedQuotes"/>.</returns>
+    public static RespParseStatus TryParseQuotedInline(Span<byte> line, Span<(int Start, int Length)> arguments, out int count)
+    {
+        int end = line.Length;
+        end -= end > 0 && line[end - 1] == (byte)'\n' ? 1 : 0;
+        end -= end > 0 && line[end - 1] == (byte)'\r' ? 1 : 0;
+        int read = 0;
+        int write = 0;
+        count = 0;
+        while (true)
+        {
+            while (read < end && IsSpace(line[read]))
+            {
+                read++;
+            }
+
+            if (read == end)
+            {
+                return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
+            }
+
+            int start = write;
+            byte quote = 0;
+            while (true)
+            {
+                if (quote == 0)
+                {
+                    if (read == end || line[read] is (byte)' ' or (byte)'\t' or (byte)'\r' or (byte)'\n')
+                    {
+                        break;
+                    }
+
+                    if (line[read] is (byte)'"' or (byte)'\'')
+                    {
+                        quote = line[read++];
+                    }
+                    else
+                    {
+                        line[write++] = line[read++];
+                    }
+
+                    continue;
+                }
+
+                if (read == end)
+                {
+                    return RespParseStatus.UnbalancedQuotes;
+                }
+
+                if (line[read] == quote)
+                {
+                    // A closing quote ends the argument: only a space or the end of the line may follow it.
+                    if (++read < end && !IsSpace(line[read]))
+                    {
+                        return RespParseStatus.UnbalancedQuotes;
+                    }
+
+                    break;
+                }
+
+                // Each step writes at most one byte and reads at least one, so it never overwrites what it has yet to read.
+                if (line[read] == (byte)'\\' && read + 1 < end && (quote == (byte)'"' || line[read + 1] == (byte)'\''))
+                {
+                    if (quote == (byte)'"' && line[read + 1] == (byte)'x' && read + 3 < end
+                        && byte.TryParse(line.Slice(read + 2, 2), System.Globalization.NumberStyles.AllowHexSpecifier, null, out byte value))
+                    {
+                        line[write++] = value;
+                        read += 4;
+                        continue;
+                    }
+
+                    line[write++] = line[read + 1] switch
+                    {
+                        (byte)'n' => (byte)'\n',
+                        (byte)'r' => (byte)'\r',
+                        (byte)'t' => (byte)'\t',
+                        (byte)'b' => (byte)'\b',
+                        (byte)'a' => (byte)'\a',
+                        byte other => other,
+                    };
+                    read += 2;
+                    continue;
+                }
+
+                line[write++] = line[read++];
+            }
+
+            if (count < arguments.Length)
+            {
+                arguments[count] = (start, write - start);
+            }
+
+            count++;
+        }
+    }
+
+    private static RespParseStatus TryParseRequest(ReadOnlySpan<byte> input, Span<(int Start, int Length)> arguments, int maxRequestSize, out int consumed, out int count)
     {
         consumed = 0;
         count = 0;
@@ -142,6 +255,12 @@ internal static class RespRequestParser
         }
 
         int textEnd = lineEnd > 0 && input[lineEnd - 1] == (byte)'\r' ? lineEnd - 1 : lineEnd;
+        if (input[..textEnd].IndexOfAny((byte)'"', (byte)'\'') >= 0)
+        {
+            consumed = lineEnd + 1;
+            return RespParseStatus.QuotedInline;
+        }
+
         int position = 0;
         while (position < textEnd)
         {
@@ -170,4 +289,7 @@ internal static class RespRequestParser
         consumed = lineEnd + 1;
         return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
     }
+
+    /// <summary>What C's <c>isspace</c> says is a space, as Redis splits an inline command.</summary>
+    private static bool IsSpace(byte character) => character is (byte)' ' or (byte)'\t' or (byte)'\n' or (byte)'\v' or (byte)'\f' or (byte)'\r';
 }

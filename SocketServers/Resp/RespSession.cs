@@ -1,32 +1,20 @@
 namespace SocketServers.Resp;
 
-/// <summary>What the RESP sample keeps for one connection (its <see cref="TcpConnection.State"/>): the parsed arguments
-/// and the buffers replies are formatted in, made once so that requests allocate nothing.</summary>
+/// <summary>What the RESP sample keeps for one connection (its <see cref="TcpConnection.State"/>): room for a request's
+/// arguments and the buffers replies are formatted in, made once so that requests allocate nothing. Fixed in size: a
+/// request that needs more rents it for its own handling, so an idle connection holds no more than this.</summary>
 internal sealed class RespSession
 {
-    /// <summary>The most arguments a request may have; DEL and EXISTS take as many keys.</summary>
-    public const int MaxArguments = 256;
+    /// <summary>How many arguments a request finds room for here; one with more (DEL or EXISTS of many keys) rents room.</summary>
+    public const int ArgumentsKept = 16;
 
-    /// <summary>Gets the offsets and lengths of the current request's arguments; room for a few at first, grown by
-    /// <see cref="GrowArguments"/> up to <see cref="MaxArguments"/>.</summary>
-    public (int Start, int Length)[] Arguments { get; private set; } = new (int, int)[8];
+    /// <summary>Gets room for the offsets and lengths of a request's arguments.</summary>
+    public (int Start, int Length)[] Arguments { get; } = new (int, int)[ArgumentsKept];
 
     /// <summary>Gets the buffer a reply's header (<c>$5\r\n</c>, <c>:42\r\n</c>) is formatted in.</summary>
     public byte[] Header { get; } = new byte[32];
 
-    /// <summary>Makes room for <paramref name="count"/> arguments, if that is at most <see cref="MaxArguments"/>.</summary>
-    /// <returns>Whether there is room now.</returns>
-    public bool GrowArguments(int count)
-    {
-        if (count > MaxArguments)
-        {
-            return false;
-        }
-
-        Arguments = new (int, int)[Math.Max(count, 2 * Arguments.Length)];
-        return true;
-    }
-
-    /// <summary>The buffer a value is copied to out of the store; grown to the longest value read.</summary>
-    public byte[] Value = new byte[64];
+    /// <summary>Gets the buffer a value no longer than it is copied to out of the store, and an unknown command's name
+    /// to, as much of it as fits: Redis names at most 128 bytes of it too.</summary>
+    public byte[] Scratch { get; } = new byte[128];
 }

@@ -43,10 +43,10 @@ internal sealed class RespStore
         }
     }
 
-    /// <summary>Copies the value of <paramref name="key"/> into <paramref name="destination"/>, grown if need be.</summary>
-    /// <returns>The value's length, or -1 when there is no such key.</returns>
-    public int CopyTo(ReadOnlySpan<byte> key, ref byte[] destination)
-        => _byBytes.TryGetValue(key, out Entry? entry) ? entry.CopyTo(ref destination) : -1;
+    /// <summary>Copies the value of <paramref name="key"/> into <paramref name="destination"/>, if it fits.</summary>
+    /// <returns>The value's length, copied if it is no longer than <paramref name="destination"/>; -1 when there is no such key.</returns>
+    public int CopyTo(ReadOnlySpan<byte> key, Span<byte> destination)
+        => _byBytes.TryGetValue(key, out Entry? entry) ? entry.CopyTo(destination) : -1;
 
     /// <summary>Gets whether <paramref name="key"/> is there.</summary>
     public bool Contains(ReadOnlySpan<byte> key) => _byBytes.ContainsKey(key);
@@ -65,20 +65,18 @@ internal sealed class RespStore
     }
 
     /// <summary>Adds 1 to the integer <paramref name="key"/> holds (0 when absent).</summary>
-    /// <returns>Whether the value was an integer that could be incremented; the new value in <paramref name="result"/>.</returns>
-    public bool TryIncrement(ReadOnlySpan<byte> key, out long result)
+    /// <returns>Whether it was done, or why not; the new value in <paramref name="result"/>.</returns>
+    public IncrementOutcome Increment(ReadOnlySpan<byte> key, out long result)
     {
         Span<byte> initial = stackalloc byte[1];
         while (true)
         {
             if (_byBytes.TryGetValue(key, out Entry? entry))
             {
-                switch (entry.TryIncrement(out result))
+                IncrementOutcome outcome = entry.TryIncrement(out result);
+                if (outcome != IncrementOutcome.Removed)
                 {
-                    case IncrementOutcome.Done:
-                        return true;
-                    case IncrementOutcome.NotAnInteger:
-                        return false;
+                    return outcome;
                 }
 
                 continue; // Removed meanwhile.
@@ -88,15 +86,66 @@ internal sealed class RespStore
             if (_byBytes.TryAdd(key, new Entry(initial)))
             {
                 result = 1;
-                return true;
+                return IncrementOutcome.Done;
             }
         }
     }
 
-    private enum IncrementOutcome
+    /// <summary>Reads an integer as Redis does (its <c>string2ll</c>): an optional minus and decimal digits, no sign
+    /// otherwise, no leading zero, no space, within a <see cref="long"/>.</summary>
+    private static bool TryParseInteger(ReadOnlySpan<byte> text, out long value)
     {
+        value = 0;
+        if (text.Length is 0 or > 20)
+        {
+            return false;
+        }
+
+        if (text is [(byte)'0'])
+        {
+            return true;
+        }
+
+        bool negative = text[0] == (byte)'-';
+        ReadOnlySpan<byte> digits = negative ? text[1..] : text;
+        if (digits.IsEmpty || digits[0] is < (byte)'1' or > (byte)'9')
+        {
+            return false;
+        }
+
+        ulong magnitude = 0;
+        foreach (byte digit in digits)
+        {
+            if (digit is < (byte)'0' or > (byte)'9' || magnitude > (ulong.MaxValue - 9) / 10)
+            {
+                return false;
+            }
+
+            magnitude = (magnitude * 10) + (ulong)(digit - '0');
+        }
+
+        if (magnitude > (negative ? (ulong)long.MaxValue + 1 : long.MaxValue))
+        {
+            return false;
+        }
+
+        value = negative ? (long)(0 - magnitude) : (long)magnitude;
+        return true;
+    }
+
+    /// <summary>What <see cref="Increment"/> did.</summary>
+    internal enum IncrementOutcome
+    {
+        /// <summary>The value is the old one plus 1.</summary>
         Done,
+
+        /// <summary>The value is not an integer; unchanged.</summary>
         NotAnInteger,
+
+        /// <summary>The value is <see cref="long.MaxValue"/>; unchanged.</summary>
+        Overflow,
+
+        /// <summary>The entry was removed meanwhile (never returned by <see cref="Increment"/>).</summary>
         Removed,
     }
 
@@ -137,16 +186,15 @@ internal sealed class RespStore
             }
         }
 
-        public int CopyTo(ref byte[] destination)
+        public int CopyTo(Span<byte> destination)
         {
             lock (_lock)
             {
-                if (destination.Length < _length)
+                if (_length <= destination.Length)
                 {
-                    destination = new byte[Math.Max(_length, 2 * destination.Length)];
+                    _bytes.AsSpan(0, _length).CopyTo(destination);
                 }
 
-                _bytes.AsSpan(0, _length).CopyTo(destination);
                 return _length;
             }
         }
@@ -161,10 +209,14 @@ internal sealed class RespStore
                     return IncrementOutcome.Removed;
                 }
 
-                ReadOnlySpan<byte> text = _bytes.AsSpan(0, _length);
-                if (text.IsEmpty || !Utf8Parser.TryParse(text, out long value, out int used) || used != text.Length || value == long.MaxValue)
+                if (!TryParseInteger(_bytes.AsSpan(0, _length), out long value))
                 {
                     return IncrementOutcome.NotAnInteger;
+                }
+
+                if (value == long.MaxValue)
+                {
+                    return IncrementOutcome.Overflow;
                 }
 
                 result = value + 1;
