@@ -56,6 +56,23 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
 
     [Test]
     [CancelAfter(10_000)]
+    public async Task Send_ZeroLength_SendsAnEmptyDatagram(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+        reply.Send(0);
+        await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.Empty, "the deferred reply, sent first");
+        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()));
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
     public async Task Send_LengthOutOfRange_ThrowsAndTheReplyStaysPending(CancellationToken cancellationToken)
     {
         var handler = new DeferringHandler();
@@ -296,7 +313,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
             {
                 Kept.Enqueue(datagram.DeferReply());
                 Interlocked.Increment(ref _deferred);
-                return datagram.Data.EndsWith("throw"u8) ? throw new InvalidOperationException("the datagram says so") : 0;
+                return datagram.Data.EndsWith("throw"u8) ? throw new InvalidOperationException("the datagram says so") : NoReply;
             }
 
             if (datagram.Data.StartsWith("send at once"u8))
@@ -304,14 +321,14 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
                 // Ended before the call returns: the receive loop still holds the args until it does.
                 datagram.DeferReply().Send(datagram.Length);
                 Interlocked.Increment(ref _deferred);
-                return 0;
+                return NoReply;
             }
 
             if (datagram.Data.StartsWith("w"u8))
             {
                 _ = ReplyAfterWorkAsync(datagram.DeferReply());
                 Interlocked.Increment(ref _deferred);
-                return 0;
+                return NoReply;
             }
 
             datagram.Buffer[..datagram.Length].Reverse();

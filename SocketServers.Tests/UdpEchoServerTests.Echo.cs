@@ -147,6 +147,35 @@ public sealed partial class UdpEchoServerTests
         AssertOneDropMetered(meter, "too_large");
     }
 
+    // RFC 862 echoes every datagram, an empty one too; on a wildcard address through the receive and send that know
+    // the address it was sent to. One receive, so that the echoes come back in order.
+    [TestCase("127.0.0.1")]
+    [TestCase("0.0.0.0")]
+    [CancelAfter(20_000)]
+    public async Task Echo_EmptyDatagram_EchoedAsAnEmptyDatagram(string address, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            options =>
+            {
+                options.Address = IPAddress.Parse(address);
+                options.ConcurrentReceives = 1;
+            },
+            cancellationToken);
+        using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
+        client.Connect(new IPEndPoint(IPAddress.Loopback, server.LocalEndPoint!.Port));
+        byte[] echo = new byte[16];
+
+        await client.SendAsync(Array.Empty<byte>(), SocketFlags.None, cancellationToken);
+        await client.SendAsync(new byte[] { 1 }, SocketFlags.None, cancellationToken);
+        int first = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
+        Assert.That(first, Is.Zero, "the empty datagram's echo comes first");
+        int second = await UdpEchoTesting.ReceiveWithinAsync(client, echo, cancellationToken);
+
+        Assert.That(echo[..second], Is.EqualTo(new byte[] { 1 }));
+        await UdpEchoTesting.WaitForIdleAsync(server, datagrams: 2, cancellationToken);
+        Assert.That((server.Counters.MessagesHandled, server.Counters.Drops), Is.EqualTo((2, 0)));
+    }
+
     [Test]
     [CancelAfter(20_000)]
     public async Task Echo_ReplyToClosedPort_LaterTrafficStillEchoed(CancellationToken cancellationToken)

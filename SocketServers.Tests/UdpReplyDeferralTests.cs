@@ -20,8 +20,8 @@ public sealed class UdpReplyDeferralTests
             int wins = 0;
             Task.WaitAll(
                 Task.Run(() => deferral.TakeDeferred()),
-                Task.Run(() => Interlocked.Add(ref wins, deferral.TryEnd(token, 0, failure: null) ? 1 : 0)),
-                Task.Run(() => Interlocked.Add(ref wins, deferral.TryEnd(token, 0, failure: null) ? 1 : 0)));
+                Task.Run(() => Interlocked.Add(ref wins, deferral.TryEnd(token, UdpDatagramHandler.NoReply, failure: null) ? 1 : 0)),
+                Task.Run(() => Interlocked.Add(ref wins, deferral.TryEnd(token, UdpDatagramHandler.NoReply, failure: null) ? 1 : 0)));
 
             // The loop's TakeDeferred and one of the two ends let go: the last of them released the args, once.
             doubleWins += wins == 1 ? 0 : 1;
@@ -41,7 +41,7 @@ public sealed class UdpReplyDeferralTests
         var deferral = new UdpReplyDeferral(args, owner);
         deferral.Defer(null!, datagramLength: 4, bufferLength: 16);
 
-        Assert.That(deferral.TryEnd(deferral.Token, 0, failure: null), Is.True);
+        Assert.That(deferral.TryEnd(deferral.Token, UdpDatagramHandler.NoReply, failure: null), Is.True);
         Assert.That(owner.Released, Is.Zero, "the loop is still in the handler's call");
         Assert.That(deferral.TakeDeferred(), Is.True);
         Assert.That(owner.Released, Is.EqualTo(1));
@@ -57,7 +57,7 @@ public sealed class UdpReplyDeferralTests
 
         Assert.That(deferral.TakeDeferred(), Is.True);
         Assert.That(owner.Released, Is.Zero, "the reply still holds it");
-        Assert.That(deferral.TryEnd(deferral.Token, 0, failure: null), Is.True);
+        Assert.That(deferral.TryEnd(deferral.Token, UdpDatagramHandler.NoReply, failure: null), Is.True);
         Assert.That(owner.Released, Is.EqualTo(1));
         Assert.That(deferral.TakeDeferred(), Is.False, "nothing deferred any more");
     }

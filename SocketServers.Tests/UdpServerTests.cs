@@ -36,17 +36,42 @@ public sealed class UdpServerTests(UdpProcessing processing)
 
     [Test]
     [CancelAfter(10_000)]
-    public async Task Handler_ReturnsZero_NoReplySent(CancellationToken cancellationToken)
+    public async Task Handler_ReturnsNoReply_NothingSent(CancellationToken cancellationToken)
     {
-        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        var logger = new FakeLogger();
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
-        await client.SendToAsync(Array.Empty<byte>(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await SendHandledAsync(client, server, [], cancellationToken);
+        Assert.That(server.Counters.Drops, Is.Zero, "no reply is not a fault");
         await client.SendToAsync(new byte[] { 7 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        byte[] reply = new byte[16];
-        int received = await client.ReceiveAsync(reply, SocketFlags.None, cancellationToken);
+        byte[] reply = await ReceiveAsync(client, cancellationToken);
+        string noReply = $"UDP sent no reply to {client.LocalEndPoint}";
+        await Poll.UntilAsync(() => logger.Collector.GetSnapshot().Any(record => record.Message == noReply), cancellationToken); // logged after the count
+        await Poll.UntilAsync(() => server.Counters.MessagesHandled == 2, cancellationToken); // counted after the send
 
-        Assert.That(reply.AsSpan(0, received).ToArray(), Is.EqualTo(new byte[] { 7, 1 }), "the first reply is the second datagram's");
+        Assert.That(reply, Is.EqualTo(new byte[] { 7, 1 }), "the first reply is the second datagram's");
+        Assert.That(server.Counters.BytesSent, Is.EqualTo(2), "only the second datagram's reply");
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_ReturnsBelowNoReply_DatagramDroppedAsAFault(CancellationToken cancellationToken)
+    {
+        var logger = new FakeLogger();
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        await SendHandledAsync(client, server, [0xfe], cancellationToken);
+        Assert.That(server.Counters.Drops, Is.EqualTo(1), "a fault, not no reply");
+        await client.SendToAsync(new byte[] { 9 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] reply = await ReceiveAsync(client, cancellationToken);
+        await Poll.UntilAsync(() => logger.Collector.GetSnapshot().Any(record => record.Exception is not null), cancellationToken); // logged after the count
+
+        Assert.That(reply, Is.EqualTo(new byte[] { 9, 1 }), "the server goes on");
+        Assert.That(
+            logger.Collector.GetSnapshot().Select(record => record.Exception?.Message),
+            Has.Some.EqualTo($"CountingHandler.OnDatagram returned -2, not a reply length from 0 to {new UdpServerOptions().MaxDatagramSize} or NoReply."));
     }
 
     [Test]
@@ -109,6 +134,22 @@ public sealed class UdpServerTests(UdpProcessing processing)
         return await Started.StartAsync(new UdpServer(options, handler, logger), cancellationToken);
     }
 
+    /// <summary>Sends <paramref name="datagram"/> and waits until the server has answered or dropped it: a reply to it
+    /// comes before any to a datagram sent next.</summary>
+    private static async Task SendHandledAsync(Socket client, UdpServer server, byte[] datagram, CancellationToken cancellationToken)
+    {
+        long before = server.Counters.MessagesHandled + server.Counters.Drops;
+        await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.MessagesHandled + server.Counters.Drops == before + 1, cancellationToken);
+    }
+
+    private static async Task<byte[]> ReceiveAsync(Socket client, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[16];
+        int received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
+        return buffer[..received];
+    }
+
     /// <summary>A client on 127.0.0.1 at the highest free port below 1024; inconclusive where binding one is not allowed.</summary>
     private static Socket BindPortBelow1024OrInconclusive()
     {
@@ -137,7 +178,8 @@ public sealed class UdpServerTests(UdpProcessing processing)
         return client;
     }
 
-    /// <summary>Replies with the datagram reversed and its length after it; none to an empty one; throws on 0xff.</summary>
+    /// <summary>Replies with the datagram reversed and its length after it; none to an empty one; throws on 0xff;
+    /// returns -2 on 0xfe.</summary>
     private sealed class CountingHandler : UdpDatagramHandler
     {
         private int _calls;
@@ -149,12 +191,17 @@ public sealed class UdpServerTests(UdpProcessing processing)
             Interlocked.Increment(ref _calls);
             if (datagram.Length == 0)
             {
-                return 0;
+                return NoReply;
             }
 
             if (datagram.Data[0] == 0xff)
             {
                 throw new InvalidOperationException("the datagram says so");
+            }
+
+            if (datagram.Data[0] == 0xfe)
+            {
+                return -2;
             }
 
             datagram.Buffer[..datagram.Length].Reverse();

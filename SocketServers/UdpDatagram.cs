@@ -39,8 +39,9 @@ public readonly ref struct UdpDatagram
 
     /// <summary>Keeps the datagram, its buffer and its sender past the handler's call, so that the reply can be sent
     /// after asynchronous work (a lookup, a call to another service) without holding the receiving thread. What
-    /// <see cref="UdpDatagramHandler.OnDatagram"/> returns is then ignored; the reply goes when the handle's
-    /// <see cref="UdpDeferredReply.Send"/> is called, or none on its <see cref="UdpDeferredReply.Dispose"/>.</summary>
+    /// <see cref="UdpDatagramHandler.OnDatagram"/> returns is then ignored (return
+    /// <see cref="UdpDatagramHandler.NoReply"/>); the reply goes when the handle's <see cref="UdpDeferredReply.Send"/>
+    /// is called, an empty datagram for a length of 0, or none on its <see cref="UdpDeferredReply.Dispose"/>.</summary>
     /// <returns>The reply, which must be sent or disposed: until then it holds a pooled buffer, and a stopping server
     /// waits for it up to its stop grace period. A handler that throws after deferring is reported as faulted, and
     /// the reply still waits for its handle.</returns>

@@ -11,9 +11,13 @@ namespace SocketServers;
 /// </remarks>
 public abstract class UdpDatagramHandler
 {
+    /// <summary>What <see cref="OnDatagram"/> returns to send no reply. A reply of length 0 is an empty datagram.</summary>
+    public const int NoReply = -1;
+
     /// <summary>Answers one datagram: writes the reply into <see cref="UdpDatagram.Buffer"/>, which starts with the
     /// datagram itself, and returns its length.</summary>
     /// <param name="datagram">The datagram, the buffer for the reply and the sender; valid during the call only.</param>
-    /// <returns>The reply's length, from 0 (no reply) to the buffer's length.</returns>
+    /// <returns>The reply's length, from 0 (an empty datagram) to the buffer's length, or <see cref="NoReply"/> for
+    /// none. Any other value is a fault: the datagram is dropped, as when the handler throws.</returns>
     public abstract int OnDatagram(UdpDatagram datagram);
 }

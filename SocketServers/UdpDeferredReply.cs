@@ -40,9 +40,10 @@ public readonly struct UdpDeferredReply : IDisposable
     /// <summary>Sends the first <paramref name="length"/> bytes of <see cref="Buffer"/> to the sender, and gives the buffer
     /// back. The send waits only while the socket's send buffer is full; one that fails is counted and logged as a
     /// synchronous reply's would be, not thrown.</summary>
-    /// <param name="length">The reply's length, from 0 (no reply) to the length of <see cref="Buffer"/>.</param>
-    /// <exception cref="ArgumentOutOfRangeException"><paramref name="length"/> is out of range; the reply is still
-    /// pending.</exception>
+    /// <param name="length">The reply's length, from 0 (an empty datagram) to the length of <see cref="Buffer"/>.
+    /// <see cref="Dispose"/> sends none.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="length"/> is negative or over the length of
+    /// <see cref="Buffer"/>; the reply is still pending.</exception>
     /// <exception cref="InvalidOperationException">The reply was sent or disposed already.</exception>
     public void Send(int length)
     {
@@ -57,7 +58,7 @@ public readonly struct UdpDeferredReply : IDisposable
     }
 
     /// <summary>Ends the reply without sending anything, unless it has ended already, and gives the buffer back.</summary>
-    public void Dispose() => _deferral?.TryEnd(_token, 0, failure: null);
+    public void Dispose() => _deferral?.TryEnd(_token, UdpDatagramHandler.NoReply, failure: null);
 
     private UdpReplyDeferral Deferral => _deferral ?? throw new InvalidOperationException("This reply was not deferred by a UDP server.");
 }

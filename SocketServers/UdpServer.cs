@@ -242,7 +242,8 @@ public partial class UdpServer : SocketServer
     /// <paramref name="socket"/>, and on a wildcard address from the address the datagram was sent to.</summary>
     /// <param name="socket">The socket the datagram came in on.</param>
     /// <param name="args">The args holding the datagram in its buffer.</param>
-    /// <param name="length">The datagram's length; on return, the reply's (0 for none).</param>
+    /// <param name="length">The datagram's length; on return, the reply's, or <see cref="UdpDatagramHandler.NoReply"/>
+    /// for none.</param>
     /// <param name="failure">What the handler or the send threw, or <see langword="null"/> when it succeeded.</param>
     /// <returns><see langword="false"/> when the handler deferred the reply: the args is then the deferral's to count
     /// and return, not the caller's.</returns>
@@ -261,7 +262,7 @@ public partial class UdpServer : SocketServer
         }
         catch (Exception ex)
         {
-            length = 0;
+            length = UdpDatagramHandler.NoReply;
             if (args.Deferral?.TakeDeferred() == true)
             {
                 // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
@@ -281,14 +282,20 @@ public partial class UdpServer : SocketServer
             return false;
         }
 
-        if ((uint)length > (uint)_maxDatagramSize)
+        if (length == UdpDatagramHandler.NoReply)
         {
-            failure = new InvalidOperationException($"{_handler.GetType().Name}.OnDatagram returned {length}, not a reply length from 0 to {_maxDatagramSize}.");
-            length = 0;
+            failure = null;
             return true;
         }
 
-        failure = length == 0 ? null : SendReply(socket, args, length);
+        if ((uint)length > (uint)_maxDatagramSize)
+        {
+            failure = new InvalidOperationException($"{_handler.GetType().Name}.OnDatagram returned {length}, not a reply length from 0 to {_maxDatagramSize} or NoReply.");
+            length = UdpDatagramHandler.NoReply;
+            return true;
+        }
+
+        failure = SendReply(socket, args, length);
         return true;
     }
 
@@ -341,15 +348,24 @@ public partial class UdpServer : SocketServer
         }
     }
 
-    /// <summary>Counts and logs a finished reply: sent (or none, for a length of 0), or failed.</summary>
+    /// <summary>Counts and logs a finished reply: sent (or none, for <see cref="UdpDatagramHandler.NoReply"/>), or
+    /// failed.</summary>
     private void CountReply(PooledSocketArgs args, int length, Exception? exception)
     {
         if (exception is null)
         {
-            Count.DatagramHandled(length);
+            bool replied = length != UdpDatagramHandler.NoReply;
+            Count.DatagramHandled(replied ? length : 0);
             if (Logger.IsEnabled(LogLevel.Trace))
             {
-                Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
+                if (replied)
+                {
+                    Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
+                }
+                else
+                {
+                    Logger.DatagramNotAnswered(SenderOf(args));
+                }
             }
         }
         else

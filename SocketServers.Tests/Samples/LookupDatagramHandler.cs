@@ -8,7 +8,7 @@ public sealed class LookupDatagramHandler(Func<ReadOnlyMemory<byte>, Memory<byte
     public override int OnDatagram(UdpDatagram datagram)
     {
         _ = AnswerAsync(datagram.DeferReply());
-        return 0; // ignored: the reply is deferred
+        return NoReply; // ignored: the reply is deferred
     }
 
     private async Task AnswerAsync(UdpDeferredReply reply)

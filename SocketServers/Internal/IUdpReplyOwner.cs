@@ -12,8 +12,8 @@ internal interface IUdpReplyOwner
     /// <returns>What the send threw, or <see langword="null"/> when it succeeded.</returns>
     Exception? SendReply(Socket socket, PooledSocketArgs args, int length);
 
-    /// <summary>Counts and logs a deferred reply that has ended, sent (<paramref name="length"/> above 0), declined or
-    /// failed; never throws.</summary>
+    /// <summary>Counts and logs a deferred reply that has ended, sent (<paramref name="length"/> from 0), declined
+    /// (<see cref="UdpDatagramHandler.NoReply"/>) or failed; never throws.</summary>
     void CountDeferredReply(PooledSocketArgs args, int length, Exception? failure);
 
     /// <summary>Returns the args to the pool, once neither the receive loop nor the reply holds it.</summary>

@@ -43,7 +43,7 @@ internal sealed class LiveCounters
     /// <summary>Counts a loop that starts again after a failure.</summary>
     public void LoopRestarted() => Interlocked.Increment(ref _loopRestarts);
 
-    /// <summary>Counts a UDP datagram handled, with the bytes of its reply (0 for none).</summary>
+    /// <summary>Counts a UDP datagram handled, with the bytes of its reply (0 for an empty one or none).</summary>
     public void DatagramHandled(int bytesSent)
     {
         Interlocked.Increment(ref _messagesHandled);

@@ -91,6 +91,9 @@ internal static partial class SocketServerLog
     [LoggerMessage(38, LogLevel.Trace, "UDP {Replied} {Bytes} bytes to {RemoteEndPoint}")]
     public static partial void DatagramHandled(this ILogger logger, string replied, int bytes, IPEndPoint? remoteEndPoint);
 
+    [LoggerMessage(44, LogLevel.Trace, "UDP sent no reply to {RemoteEndPoint}")]
+    public static partial void DatagramNotAnswered(this ILogger logger, IPEndPoint? remoteEndPoint);
+
     [LoggerMessage(39, LogLevel.Debug, "UDP reply to {RemoteEndPoint} failed: {SocketError}")]
     public static partial void ReplySocketFailed(this ILogger logger, IPEndPoint? remoteEndPoint, SocketError socketError);
 

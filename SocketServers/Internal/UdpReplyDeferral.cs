@@ -58,8 +58,9 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args, IUdpReplyOwner own
         return true;
     }
 
-    /// <summary>Ends the deferral of token <paramref name="token"/>: sends <paramref name="length"/> bytes unless 0 or a
-    /// failure is given, counts the outcome, and lets go of the args.</summary>
+    /// <summary>Ends the deferral of token <paramref name="token"/>: sends <paramref name="length"/> bytes (0: an empty
+    /// datagram) unless <see cref="UdpDatagramHandler.NoReply"/> or a failure is given, counts the outcome, and lets go
+    /// of the args.</summary>
     /// <returns><see langword="false"/> when that deferral has ended already.</returns>
     public bool TryEnd(int token, int length, Exception? failure)
     {
@@ -70,12 +71,12 @@ internal sealed class UdpReplyDeferral(PooledSocketArgs args, IUdpReplyOwner own
 
         try
         {
-            if (failure is null && length > 0)
+            if (failure is null && length != UdpDatagramHandler.NoReply)
             {
                 failure = owner.SendReply(_socket!, args, length);
             }
 
-            owner.CountDeferredReply(args, failure is null ? length : 0, failure);
+            owner.CountDeferredReply(args, length, failure);
         }
         finally
         {
