@@ -22,7 +22,6 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     private static readonly byte[] s_configAppendOnly = "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"u8.ToArray();
     private static readonly byte[] s_unknownCommand = "-ERR unknown command '"u8.ToArray();
     private static readonly byte[] s_unknownCommandEnd = "'\r\n"u8.ToArray();
-    private static readonly byte[] s_wrongArguments = "-ERR wrong number of arguments for command\r\n"u8.ToArray();
     private static readonly byte[] s_syntax = "-ERR syntax error\r\n"u8.ToArray();
     private static readonly byte[] s_notInteger = "-ERR value is not an integer or out of range\r\n"u8.ToArray();
     private static readonly byte[] s_overflow = "-ERR increment or decrement would overflow\r\n"u8.ToArray();
@@ -202,7 +201,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 await WriteIntegerAsync(connection, session, CountKeys(request, arguments, count, delete: command == RespCommand.Del)).ConfigureAwait(false);
                 break;
             case RespCommand.Config:
-                await WriteConfigAsync(connection, request, arguments, count).ConfigureAwait(false);
+                await WriteConfigAsync(connection, session, request, arguments, count).ConfigureAwait(false);
                 break;
             case RespCommand.Command:
                 // redis-cli asks for the commands' documentation as it starts; an empty list leaves it without hints.
@@ -215,7 +214,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 await WriteUnknownCommandAsync(connection, session, Argument(request, arguments, 0)).ConfigureAwait(false);
                 break;
             default:
-                await connection.WriteAsync(s_wrongArguments).ConfigureAwait(false);
+                await WriteWrongArgumentsAsync(connection, session, Argument(request, arguments, 0).Span).ConfigureAwait(false);
                 break;
         }
 
@@ -285,11 +284,16 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     }
 
     /// <summary>CONFIG GET, for the two settings redis-benchmark reads as it starts; anything else is an empty list.</summary>
-    private static ValueTask WriteConfigAsync(TcpConnection connection, ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count)
+    private static ValueTask WriteConfigAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count)
     {
+        if (count < 2)
+        {
+            return WriteWrongArgumentsAsync(connection, session, "config"u8);
+        }
+
         if (count != 3 || !Ascii.EqualsIgnoreCase(request.Span.Slice(arguments[1].Start, arguments[1].Length), "GET"u8))
         {
-            return connection.WriteAsync(count < 2 ? s_wrongArguments : s_syntax);
+            return connection.WriteAsync(s_syntax);
         }
 
         ReadOnlySpan<byte> parameter = request.Span.Slice(arguments[2].Start, arguments[2].Length);
@@ -318,6 +322,22 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         session.Header[written + 1] = (byte)'\r';
         session.Header[written + 2] = (byte)'\n';
         return connection.WriteAsync(session.Header.AsMemory(0, written + 3));
+    }
+
+    /// <summary>The error for a known command given the wrong number of arguments, naming it in lower case as Redis does.</summary>
+    private static ValueTask WriteWrongArgumentsAsync(TcpConnection connection, RespSession session, ReadOnlySpan<byte> name)
+    {
+        Span<byte> message = session.Scratch;
+        int length = Append(message, 0, "-ERR wrong number of arguments for '"u8);
+        Ascii.ToLower(name, message[length..], out int written);
+        length = Append(message, length + written, "' command\r\n"u8);
+        return connection.WriteAsync(session.Scratch.AsMemory(0, length));
+
+        static int Append(Span<byte> message, int at, ReadOnlySpan<byte> text)
+        {
+            text.CopyTo(message[at..]);
+            return at + text.Length;
+        }
     }
 
     /// <summary>The error for a command this server does not have, naming it with its printable characters only.</summary>

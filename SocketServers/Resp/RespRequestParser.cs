@@ -1,5 +1,3 @@
-using System.Buffers.Text;
-
 namespace SocketServers.Resp;
 
 /// <summary>
@@ -234,7 +232,7 @@ internal static class RespRequestParser
         }
 
         ReadOnlySpan<byte> digits = rest[..end];
-        if (digits.IsEmpty || !Utf8Parser.TryParse(digits, out value, out int used) || used != digits.Length)
+        if (!RespInteger.TryParse(digits, out value))
         {
             return RespParseStatus.InvalidMultibulkLength;
         }

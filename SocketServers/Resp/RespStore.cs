@@ -91,48 +91,6 @@ internal sealed class RespStore
         }
     }
 
-    /// <summary>Reads an integer as Redis does (its <c>string2ll</c>): an optional minus and decimal digits, no sign
-    /// otherwise, no leading zero, no space, within a <see cref="long"/>.</summary>
-    private static bool TryParseInteger(ReadOnlySpan<byte> text, out long value)
-    {
-        value = 0;
-        if (text.Length is 0 or > 20)
-        {
-            return false;
-        }
-
-        if (text is [(byte)'0'])
-        {
-            return true;
-        }
-
-        bool negative = text[0] == (byte)'-';
-        ReadOnlySpan<byte> digits = negative ? text[1..] : text;
-        if (digits.IsEmpty || digits[0] is < (byte)'1' or > (byte)'9')
-        {
-            return false;
-        }
-
-        ulong magnitude = 0;
-        foreach (byte digit in digits)
-        {
-            if (digit is < (byte)'0' or > (byte)'9' || magnitude > (ulong.MaxValue - 9) / 10)
-            {
-                return false;
-            }
-
-            magnitude = (magnitude * 10) + (ulong)(digit - '0');
-        }
-
-        if (magnitude > (negative ? (ulong)long.MaxValue + 1 : long.MaxValue))
-        {
-            return false;
-        }
-
-        value = negative ? (long)(0 - magnitude) : (long)magnitude;
-        return true;
-    }
-
     /// <summary>What <see cref="Increment"/> did.</summary>
     internal enum IncrementOutcome
     {
@@ -209,7 +167,7 @@ internal sealed class RespStore
                     return IncrementOutcome.Removed;
                 }
 
-                if (!TryParseInteger(_bytes.AsSpan(0, _length), out long value))
+                if (!RespInteger.TryParse(_bytes.AsSpan(0, _length), out long value))
                 {
                     return IncrementOutcome.NotAnInteger;
                 }
