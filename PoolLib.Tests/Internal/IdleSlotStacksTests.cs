@@ -72,6 +72,108 @@ public sealed class IdleSlotStacksTests
         Assert.That(stacks.EntryCount, Is.Zero);
     }
 
+    // A release publishes with a plain store and then reads the mark, so on another core it may read the mark before
+    // its store is seen: the look must not drop the entry of a slot that turns idle between two of its reads.
+    [Test]
+    [CancelAfter(120_000)]
+    public void TryTake_RacingAReleaseThatSawTheEntry_LeavesNoIdleSlotWithoutOne(CancellationToken cancellationToken)
+    {
+        // The race needs two cores; on one, the rounds only prove that the look and the release still agree.
+        int rounds = Environment.ProcessorCount > 1 ? 1_000_000 : 20_000;
+        using var pool = new TrackedPool(1);
+        var stacks = new IdleSlotStacks<TrackedObject>();
+        PoolSlot<TrackedObject> slot = IdleSlot(pool, stacks);
+        int round = 0;
+        int go = 0;
+        int released = 0;
+        var releaser = new Thread(() =>
+        {
+            var jitter = new Random(1);
+            for (int i = 1; i <= rounds; i++)
+            {
+                // Taken through this thread's hints: the entry stays, and the release will find it.
+                if (!slot.TryClaimIdle())
+                {
+                    throw new InvalidOperationException("the slot was not idle");
+                }
+
+                Volatile.Write(ref round, i);
+                SpinUntil(ref go, i, cancellationToken);
+                Thread.SpinWait(jitter.Next(40));
+                Release(slot, stacks);
+                Volatile.Write(ref released, i);
+                SpinUntil(ref round, -i, cancellationToken);
+            }
+        });
+        releaser.Start();
+
+        int lost = 0;
+        int taken = 0;
+        int returning = 0;
+        var jitter = new Random(2);
+        for (int i = 1; i <= rounds; i++)
+        {
+            SpinUntil(ref round, i, cancellationToken);
+            Volatile.Write(ref go, i);
+            Thread.SpinWait(jitter.Next(40));
+            bool sawReturning = false;
+            bool took = stacks.TryTake(out PoolSlot<TrackedObject>? claimed, lookEverywhere: true, ref sawReturning);
+            SpinUntil(ref released, i, cancellationToken);
+            taken += took ? 1 : 0;
+            returning += sawReturning ? 1 : 0;
+            if (took)
+            {
+                Release(claimed!, stacks);
+            }
+            else if (slot.IsIdle && slot.Stack is null)
+            {
+                lost++;
+                stacks.Push(slot);
+            }
+
+            Volatile.Write(ref round, -i);
+        }
+
+        releaser.Join();
+        Assert.That(lost, Is.Zero, $"idle slots left without an entry in {rounds} rounds ({taken} taken by the look, {returning} seen returning)");
+    }
+
+    /// <summary>Ends a rental as Pool.Release does: claims the return, cleans up (a short spin, here), publishes, then
+    /// pushes an entry if it sees none.</summary>
+    private static void Release(PoolSlot<TrackedObject> slot, IdleSlotStacks<TrackedObject> stacks)
+    {
+        if (!slot.TryBeginReturn())
+        {
+            throw new InvalidOperationException("the slot was not rented");
+        }
+
+        Thread.SpinWait(8);
+        slot.Publish();
+        if (slot.Stack is null)
+        {
+            stacks.Push(slot);
+        }
+    }
+
+    /// <summary>Waits for the other thread to write <paramref name="value"/>, spinning tight at first so that the two
+    /// meet within nanoseconds, then yielding, so that it also goes on when both share one core.</summary>
+    private static void SpinUntil(ref int field, int value, CancellationToken cancellationToken)
+    {
+        for (int spin = Environment.ProcessorCount > 1 ? 10_000 : 0; spin > 0; spin--)
+        {
+            if (Volatile.Read(ref field) == value)
+            {
+                return;
+            }
+        }
+
+        while (Volatile.Read(ref field) != value)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            Thread.Yield();
+        }
+    }
+
     /// <summary>Makes a slot, returns it and pushes its entry, as a release does.</summary>
     private static PoolSlot<TrackedObject> IdleSlot(TrackedPool pool, IdleSlotStacks<TrackedObject> stacks)
     {

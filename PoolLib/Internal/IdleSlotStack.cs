@@ -57,10 +57,9 @@ internal sealed class IdleSlotStack<T> where T : class
     /// entries of slots still being returned, and says whether it met one.
     /// </summary>
     /// <remarks>
-    /// Invariant kept: every idle slot has an entry. An entry that cannot be claimed has its mark
-    /// cleared (a full fence) before its phase is read again, and a releaser reads the mark after it
-    /// publishes: so either this sees the publication, or the releaser sees no entry and pushes one.
-    /// A slot still returning may have published already, unseen: it gets its entry back, newest,
+    /// Invariant kept: every idle slot has an entry. An entry that cannot be claimed at once has its
+    /// mark cleared (a full fence) before its phase is read again (see <see cref="TryClaimOrKeep"/>):
+    /// a slot still returning, which may have published already, unseen, gets its entry back, newest,
     /// unless its releaser has pushed one meanwhile.
     /// </remarks>
     public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
@@ -81,28 +80,59 @@ internal sealed class IdleSlotStack<T> where T : class
             }
 
             entry.ClearStack(fence: true);
-            if (entry.TryClaimIdle())
+            if (TryClaimOrKeep(entry, ref sawReturning))
             {
                 Exit();
                 slot = entry;
                 return true;
-            }
-
-            // Discarded meanwhile by its releaser, who fenced and may have read no stack: no entry.
-            if (entry.IsReturning && entry.TrySetStack(this) && !entry.IsDiscarded)
-            {
-                LinkNewest(entry);
-                sawReturning = true;
-            }
-            else if (entry.Stack == this)
-            {
-                entry.ClearStack(fence: false);
             }
         }
 
         Exit();
         slot = null;
         return false;
+    }
+
+    /// <summary>
+    /// For an entry whose mark was just cleared: claims its slot if idle, or gives the entry back if the slot is still
+    /// returning; else (rented by another, or discarded) the entry goes.
+    /// </summary>
+    /// <remarks>
+    /// The releaser publishes with a plain store and then reads the mark, so its read may pass its store: it may have
+    /// seen this entry and pushed none, while its publication lands between any two reads here. So each decision rests
+    /// on one read: a slot read idle is claimed, again if the claim lost to a publication; one read returning keeps its
+    /// entry. Whoever takes the slot from here on fences after this clear, so its release sees no mark and pushes.
+    /// </remarks>
+    private bool TryClaimOrKeep(PoolSlot<T> entry, ref bool sawReturning)
+    {
+        while (true)
+        {
+            if (entry.TryClaimIdle())
+            {
+                return true;
+            }
+
+            if (entry.IsReturning)
+            {
+                // Discarded meanwhile by its releaser, who fenced and may have read no stack: no entry.
+                if (entry.TrySetStack(this) && !entry.IsDiscarded)
+                {
+                    LinkNewest(entry);
+                    sawReturning = true;
+                }
+                else if (entry.Stack == this)
+                {
+                    entry.ClearStack(fence: false);
+                }
+
+                return false;
+            }
+
+            if (!entry.IsIdle)
+            {
+                return false;
+            }
+        }
     }
 
     /// <summary>Removes a slot's entry, if this stack still holds it.</summary>
