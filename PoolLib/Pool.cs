@@ -413,9 +413,23 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return;
         }
 
-        _maintenance?.Dispose();
-        PoolMetrics.Untrack(this);
-        DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, throwFailures: true);
+        // The idle objects first: only this call disposes them, and the timer's and the meter's locks may throw
+        // ThreadInterruptedException on an interrupted thread.
+        try
+        {
+            DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, throwFailures: true);
+        }
+        finally
+        {
+            try
+            {
+                _maintenance?.Dispose();
+            }
+            finally
+            {
+                PoolMetrics.Untrack(this);
+            }
+        }
     }
 
     /// <summary>Trims and discards what the maintenance timer found, without throwing: the objects are gone either way.</summary>
