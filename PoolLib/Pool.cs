@@ -538,7 +538,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         // Refused (retired or invalid, and discarded): the slow path looks further.
-        if (slot.IsRetired ? !TryAccept(slot, hints, hinted: true) : !IsValidOrDiscarded(slot))
+        if (slot.IsRetired ? !TryAccept(slot, hints, hinted: true, keepUnit: false, out _) : !IsValidOrDiscarded(slot, keepUnit: false, out _))
         {
             return null;
         }
@@ -551,11 +551,17 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return slot;
     }
 
-    /// <summary>Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or throws.</summary>
+    /// <summary>
+    /// Calls <see cref="Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or
+    /// throws. False too if maintenance took the rental back as abandoned meanwhile (a validation that outlasted
+    /// <see cref="PoolOptions.AbandonedRentalTimeout"/>): the object is gone, and its place under the cap with it.
+    /// </summary>
     /// <param name="slot">The slot claimed.</param>
     /// <param name="keepUnit">Whether a refused object's place under the cap stays with the caller (see <see cref="TryAccept"/>).</param>
-    private bool IsValidOrDiscarded(PoolSlot<T> slot, bool keepUnit = false)
+    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless taken back.</param>
+    private bool IsValidOrDiscarded(PoolSlot<T> slot, bool keepUnit, out bool unitKept)
     {
+        unitKept = false;
         bool valid;
         try
         {
@@ -563,16 +569,22 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            // Unless maintenance took the rental back meanwhile, which discards the object itself.
+            if (slot.TryBeginReturn())
+            {
+                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            }
+
             throw;
         }
 
         if (!valid)
         {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
+            unitKept = DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
+            return false;
         }
 
-        return valid;
+        return slot.IsRented;
     }
 
     /// <summary>
@@ -732,35 +744,42 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>The body of <see cref="TakeSlotSlow"/>, with the same parameters and result.</summary>
     private PoolSlot<T>? TakeOrWait(long start, long deadline)
     {
-        if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran.
+        while (true)
         {
-            return slot;
-        }
+            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+            {
+                return slot;
+            }
 
-        if (deadline <= start || TrySpinTake(deadline, out slot))
-        {
-            return slot;
-        }
+            if (deadline <= start || TrySpinTake(deadline, out slot))
+            {
+                return slot;
+            }
 
-        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 ? Stopwatch.GetTimestamp() : start, NewDisposedException);
-        bool completed;
-        try
-        {
-            completed = waiter.WaitForCompletion(deadline);
-        }
-        catch (ThreadInterruptedException)
-        {
-            Abandon(waiter);
-            throw;
-        }
+            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 ? Stopwatch.GetTimestamp() : start, NewDisposedException);
+            bool completed;
+            try
+            {
+                completed = waiter.WaitForCompletion(deadline);
+            }
+            catch (ThreadInterruptedException)
+            {
+                Abandon(waiter);
+                throw;
+            }
 
-        if (!completed && _waiters.TryCancel(waiter, CancellationToken.None))
-        {
-            PoolMetrics.TimedOut(_name);
-            return null;
-        }
+            if (!completed && _waiters.TryCancel(waiter, CancellationToken.None))
+            {
+                PoolMetrics.TimedOut(_name);
+                return null;
+            }
 
-        return Accept(waiter, waiter.Task.GetAwaiter().GetResult());
+            if (Accept(waiter, waiter.Task.GetAwaiter().GetResult()) is { } accepted)
+            {
+                return accepted;
+            }
+        }
     }
 
     /// <summary>
@@ -811,14 +830,14 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             bool unused = false;
             if (hints.TryTake(_registry.Array, out slot))
             {
-                if (TryAccept(slot, hints, hinted: true))
+                if (TryAccept(slot, hints, hinted: true, keepUnit: false, out _))
                 {
                     return true;
                 }
             }
             else if (_idleStacks.TryTake(out slot, lookEverywhere: false, ref unused))
             {
-                if (TryAccept(slot, hints, hinted: false))
+                if (TryAccept(slot, hints, hinted: false, keepUnit: false, out _))
                 {
                     return true;
                 }
@@ -866,44 +885,62 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, StackTrace? trace, CancellationToken cancellationToken)
     {
-        CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
-            static (state, token) =>
+        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran.
+        while (true)
+        {
+            CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
+                static (state, token) =>
+                {
+                    var waiter = (TakeWaiters<T>.Waiter)state!;
+                    waiter.Queue.TryCancel(waiter, token);
+                },
+                waiter);
+
+            PoolSlot<T>? handedOver;
+            try
             {
-                var waiter = (TakeWaiters<T>.Waiter)state!;
-                waiter.Queue.TryCancel(waiter, token);
-            },
-            waiter);
+                handedOver = await waiter.Task.ConfigureAwait(false);
+            }
+            catch (OperationCanceledException)
+            {
+                PoolMetrics.TimedOut(_name);
+                throw;
+            }
+            finally
+            {
+                // Unregister, not Dispose: Dispose may wait (and so meet an interrupt) for a callback
+                // running elsewhere, after the hand-over; a late callback finds the waiter unlinked and does nothing.
+                registration.Unregister();
+            }
 
-        PoolSlot<T>? handedOver;
-        try
-        {
-            handedOver = await waiter.Task.ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            PoolMetrics.TimedOut(_name);
-            throw;
-        }
-        finally
-        {
-            // Unregister, not Dispose: Dispose may wait (and so meet an interrupt) for a callback
-            // running elsewhere, after the hand-over; a late callback finds the waiter unlinked and does nothing.
-            registration.Unregister();
-        }
+            if (Accept(waiter, handedOver) is { } slot)
+            {
+                BeginRental(slot, trace);
+                return slot;
+            }
 
-        PoolSlot<T> slot = Accept(waiter, handedOver);
-        BeginRental(slot, trace);
-        return slot;
+            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException);
+        }
     }
 
-    /// <summary>Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted unit of the cap.</summary>
-    private PoolSlot<T> Accept(TakeWaiters<T>.Waiter waiter, PoolSlot<T>? handedOver)
+    /// <summary>
+    /// Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted unit of
+    /// the cap; <see langword="null"/> when maintenance took the slot back as abandoned before the waiter ran, which
+    /// leaves it nothing: it waits again.
+    /// </summary>
+    private PoolSlot<T>? Accept(TakeWaiters<T>.Waiter waiter, PoolSlot<T>? handedOver)
     {
         PoolMetrics.Waited(_name, waiter.StartTimestamp);
         ThreadHints<T> hints = _hints.Current;
-        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true))
+        bool unitKept = true;
+        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true, out unitKept))
         {
             return handedOver;
+        }
+
+        if (!unitKept)
+        {
+            return null;
         }
 
         // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
@@ -924,12 +961,14 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return;
         }
 
-        // Served in between: a waiter is unlinked only together with its completion.
+        // Served in between: a waiter is unlinked only together with its completion. A slot handed over stays rented
+        // to it unless maintenance took it back as abandoned, which discarded it and gave its place back.
         if (waiter.Task.Result is { } slot)
         {
-            bool returning = slot.TryBeginReturn();
-            Debug.Assert(returning, "A slot handed over is rented to its waiter.");
-            StoreAgain(slot);
+            if (slot.TryBeginReturn())
+            {
+                StoreAgain(slot);
+            }
         }
         else
         {
@@ -948,15 +987,17 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// Whether a refused object's place under the cap stays with the caller, who makes a new object
     /// with it (a waiter that was handed the object), instead of going back to the pool.
     /// </param>
-    private bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit = false)
+    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless
+    /// maintenance took the rental back meanwhile.</param>
+    private bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit, out bool unitKept)
     {
         if (slot.IsRetired)
         {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
+            unitKept = DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
             return false;
         }
 
-        if (!IsValidOrDiscarded(slot, keepUnit))
+        if (!IsValidOrDiscarded(slot, keepUnit, out unitKept))
         {
             return false;
         }
@@ -1112,11 +1153,18 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>
-    /// Discards an idle object a take refused (invalid or retired). A taker that keeps the place under
-    /// the cap gives it back after all if the object's Dispose throws, since that exception ends the take.
+    /// Discards an idle object a take refused (invalid or retired), unless maintenance took the rental back as
+    /// abandoned meanwhile: one compare-and-swap decides which of them discards it. A taker that keeps the place
+    /// under the cap gives it back after all if the object's Dispose throws, since that exception ends the take.
     /// </summary>
-    private void DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepUnit)
+    /// <returns>Whether the caller holds the place under the cap: only if it asked to, and the take discarded it.</returns>
+    private bool DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepUnit)
     {
+        if (!slot.TryBeginReturn())
+        {
+            return false;
+        }
+
         try
         {
             Discard(slot, reason, returnUnit: !keepUnit);
@@ -1126,6 +1174,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             ReturnUnit();
             throw;
         }
+
+        return keepUnit;
     }
 
     /// <summary>
