@@ -79,7 +79,7 @@ public sealed class IdleSlotStacksTests
     public void TryTake_RacingAReleaseThatSawTheEntry_LeavesNoIdleSlotWithoutOne(CancellationToken cancellationToken)
     {
         // The race needs two cores; on one, the rounds only prove that the look and the release still agree.
-        int rounds = Environment.ProcessorCount > 1 ? 1_000_000 : 20_000;
+        int rounds = Environment.ProcessorCount > 1 ? 3_000_000 : 20_000;
         using var pool = new TrackedPool(1);
         var stacks = new IdleSlotStacks<TrackedObject>();
         PoolSlot<TrackedObject> slot = IdleSlot(pool, stacks);
