@@ -39,6 +39,60 @@ public sealed class PoolObjectPoolExtensionsTests
     }
 
     [Test]
+    [CancelAfter(60_000)]
+    public void Return_ObjectMadeOutsideThePoolByTwoThreadsAtOnce_DisposedOnceAndTheOtherThrows(CancellationToken cancellationToken)
+    {
+        const int Rounds = 20_000;
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject pooled = objects.Get();
+        using var start = new Barrier(2);
+        using var done = new Barrier(2);
+        TrackedObject? unpooled = null;
+        int refused = 0;
+        void ReturnOnce()
+        {
+            try
+            {
+                objects.Return(Volatile.Read(ref unpooled)!);
+            }
+            catch (ArgumentException)
+            {
+                Interlocked.Increment(ref refused);
+            }
+        }
+
+        var other = new Thread(() =>
+        {
+            for (int i = 0; i < Rounds; i++)
+            {
+                start.SignalAndWait(cancellationToken);
+                ReturnOnce();
+                done.SignalAndWait(cancellationToken);
+            }
+        });
+        other.Start();
+
+        int disposedTwice = 0;
+        int refusedOtherThanOnce = 0;
+        for (int i = 0; i < Rounds; i++)
+        {
+            Volatile.Write(ref unpooled, objects.Get());
+            Volatile.Write(ref refused, 0);
+            start.SignalAndWait(cancellationToken);
+            ReturnOnce();
+            done.SignalAndWait(cancellationToken);
+            disposedTwice += unpooled!.DisposeCount > 1 ? 1 : 0;
+            refusedOtherThanOnce += Volatile.Read(ref refused) != 1 ? 1 : 0;
+        }
+
+        other.Join();
+        Assert.That(disposedTwice, Is.Zero, "rounds that disposed the object twice");
+        Assert.That(refusedOtherThanOnce, Is.Zero, "rounds where not exactly one return threw, as a second return does");
+        objects.Return(pooled);
+    }
+
+    [Test]
     [CancelAfter(10_000)]
     public void Return_ObjectMadeOutsideThePool_DisposesItAndLeavesThePoolAsItWas(CancellationToken cancellationToken)
     {

@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 using Microsoft.Extensions.ObjectPool;
 
@@ -45,17 +46,25 @@ internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted
         ArgumentNullException.ThrowIfNull(obj);
         if (!_slots.TryGetValue(obj, out PoolSlot<T>? slot))
         {
-            throw new ArgumentException("The object was not taken from this pool.", nameof(obj));
+            ThrowNotTaken(nameof(obj));
         }
 
         if (slot is null)
         {
-            // Made outside the pool: forgotten once returned, so a second Return throws as above.
-            _slots.Remove(obj);
+            // Made outside the pool: forgotten once returned, so a second Return throws, even one racing this.
+            if (!_slots.Remove(obj))
+            {
+                ThrowNotTaken(nameof(obj));
+            }
+
             (obj as IDisposable)?.Dispose();
             return;
         }
 
         pool.Release(slot);
     }
+
+    [DoesNotReturn]
+    private static void ThrowNotTaken(string paramName) =>
+        throw new ArgumentException("The object was not taken from this pool.", paramName);
 }
