@@ -56,6 +56,14 @@ internal static class SocketTestExtensions
         return total;
     }
 
+    /// <summary>Receives one datagram, of any size UDP carries, and returns its bytes.</summary>
+    public static async Task<byte[]> ReceiveDatagramAsync(this Socket socket, CancellationToken cancellationToken)
+    {
+        byte[] buffer = new byte[ushort.MaxValue];
+        int received = await socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
+        return buffer[..received];
+    }
+
     /// <summary>Reads until end of stream and returns everything read.</summary>
     public static async Task<byte[]> ReceiveToEndAsync(this Socket socket, CancellationToken cancellationToken)
     {

@@ -25,9 +25,9 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         await client.SendToAsync("wait"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await Poll.UntilAsync(() => handler.DeferredCount == 1, cancellationToken);
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        byte[] first = await ReceiveAsync(client, cancellationToken);
+        byte[] first = await client.ReceiveDatagramAsync(cancellationToken);
         work.SetResult((byte)'!');
-        byte[] second = await ReceiveAsync(client, cancellationToken);
+        byte[] second = await client.ReceiveDatagramAsync(cancellationToken);
 
         Assert.That(first, Is.EqualTo("won"u8.ToArray()), "answered while the other waits");
         Assert.That(second, Is.EqualTo("tiaw!"u8.ToArray()), "the deferred reply, written after the work");
@@ -50,8 +50,8 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         Assert.Throws<InvalidOperationException>(() => _ = reply.Buffer);
         Assert.DoesNotThrow(reply.Dispose, "disposing an ended reply does nothing");
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("x"u8.ToArray()));
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "the next reply is the next datagram's");
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("x"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("won"u8.ToArray()), "the next reply is the next datagram's");
     }
 
     [Test]
@@ -66,8 +66,8 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         reply.Send(0);
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
 
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.Empty, "the deferred reply, sent first");
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.Empty, "the deferred reply, sent first");
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("won"u8.ToArray()));
         Assert.That(server.Counters.Drops, Is.Zero);
     }
 
@@ -86,7 +86,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
 
         Assert.That(negative!.ParamName, Is.EqualTo("length"));
         Assert.That(tooLong!.ParamName, Is.EqualTo("length"));
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold"u8.ToArray()));
     }
 
     [Test]
@@ -101,7 +101,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         reply.Dispose();
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
 
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "no reply to the disposed one");
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("won"u8.ToArray()), "no reply to the disposed one");
         await Poll.UntilAsync(() => ArgsOut(server) == 1, cancellationToken); // the one waiting for the next datagram
         Assert.Throws<InvalidOperationException>(() => reply.Send(0));
     }
@@ -119,7 +119,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         await Poll.UntilAsync(() => errors.GetMeasurementSnapshot().Count == 1, cancellationToken);
         reply.Send(4);
 
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()), "the buffer stayed the handle's");
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold"u8.ToArray()), "the buffer stayed the handle's");
         Assert.That(server.Counters.Drops, Is.Zero);
     }
 
@@ -132,9 +132,9 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync("send at once"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("send at once"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("send at once"u8.ToArray()));
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("won"u8.ToArray()));
 
         // A reply is counted after it is sent, and its args returned after that: wait for the count, then for every args
         // but the one waiting for the next datagram.
@@ -167,7 +167,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         await stopping.WaitAsync(cancellationToken);
 
         Assert.That(stoppedBeforeTheReply, Is.False, "the receives have ended, the deferred reply has not");
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold"u8.ToArray()));
         Assert.That(server.StopCutShort, Is.False);
     }
 
@@ -205,8 +205,8 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         await client.SendToAsync("now"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         first.Send(first.Data.Length);
 
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("hold 1"u8.ToArray()));
-        Assert.That(await ReceiveAsync(client, cancellationToken), Is.EqualTo("won"u8.ToArray()), "received once an args came back");
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold 1"u8.ToArray()));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("won"u8.ToArray()), "received once an args came back");
         Assert.That(server.Counters.PoolTotalCount, Is.EqualTo(2));
         second.Dispose();
     }
@@ -284,13 +284,6 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     }
 
     private static int ArgsOut(UdpServer server) => server.Counters.PoolTotalCount - server.Counters.PoolAvailableCount;
-
-    private static async Task<byte[]> ReceiveAsync(Socket client, CancellationToken cancellationToken)
-    {
-        byte[] buffer = new byte[64];
-        int received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
-        return buffer[..received];
-    }
 
     /// <summary>
     /// Answers a datagram with its bytes reversed, at once; defers one that starts with "w": reversed and followed by what

@@ -45,7 +45,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
         await SendHandledAsync(client, server, [], cancellationToken);
         Assert.That(server.Counters.Drops, Is.Zero, "no reply is not a fault");
         await client.SendToAsync(new byte[] { 7 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        byte[] reply = await ReceiveAsync(client, cancellationToken);
+        byte[] reply = await client.ReceiveDatagramAsync(cancellationToken);
         string noReply = $"UDP sent no reply to {client.LocalEndPoint}";
         await Poll.UntilAsync(() => logger.Collector.GetSnapshot().Any(record => record.Message == noReply), cancellationToken); // logged after the count
         await Poll.UntilAsync(() => server.Counters.MessagesHandled == 2, cancellationToken); // counted after the send
@@ -65,7 +65,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
         await SendHandledAsync(client, server, [0xfe], cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1), "a fault, not no reply");
         await client.SendToAsync(new byte[] { 9 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-        byte[] reply = await ReceiveAsync(client, cancellationToken);
+        byte[] reply = await client.ReceiveDatagramAsync(cancellationToken);
         await Poll.UntilAsync(() => logger.Collector.GetSnapshot().Any(record => record.Exception is not null), cancellationToken); // logged after the count
 
         Assert.That(reply, Is.EqualTo(new byte[] { 9, 1 }), "the server goes on");
@@ -141,13 +141,6 @@ public sealed class UdpServerTests(UdpProcessing processing)
         long before = server.Counters.MessagesHandled + server.Counters.Drops;
         await client.SendToAsync(datagram, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
         await Poll.UntilAsync(() => server.Counters.MessagesHandled + server.Counters.Drops == before + 1, cancellationToken);
-    }
-
-    private static async Task<byte[]> ReceiveAsync(Socket client, CancellationToken cancellationToken)
-    {
-        byte[] buffer = new byte[16];
-        int received = await client.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
-        return buffer[..received];
     }
 
     /// <summary>A client on 127.0.0.1 at the highest free port below 1024; inconclusive where binding one is not allowed.</summary>
