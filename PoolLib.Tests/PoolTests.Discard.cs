@@ -143,6 +143,22 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public async Task TakeSlotAsync_ValidateOfTheThreadsOwnObjectThrows_FailsTheReturnedTaskNotTheCall()
+    {
+        using var pool = new ValidatingPool(1);
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        pool.Release(slot);
+        pool.OnValidate = _ => throw new InvalidOperationException("cannot tell");
+
+        ValueTask<PoolSlot<TrackedObject>> take = default;
+        Assert.DoesNotThrow(() => take = pool.TakeSlotAsync());
+
+        await Assert.ThrowsAsync<InvalidOperationException>(async () => await take);
+        Assert.That(slot.Object.DisposeCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 0, available: 0);
+    }
+
+    [Test]
     public async Task TakeSlotAsync_WaiterHandedAnInvalidObject_GetsANewOne()
     {
         using var pool = new ValidatingPool(1);

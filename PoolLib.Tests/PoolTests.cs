@@ -242,6 +242,20 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public async Task TakeSlotAsync_ConstructorThrowsOnAThreadThatTookBefore_FailsTheReturnedTaskNotTheCall()
+    {
+        using var pool = new TrackedPool(2);
+        pool.TakeSlot();
+        pool.BeforeConstruct = () => throw new FormatException("constructor failed");
+
+        ValueTask<PoolSlot<TrackedObject>> take = default;
+        Assert.DoesNotThrow(() => take = pool.TakeSlotAsync());
+
+        await Assert.ThrowsAsync<FormatException>(async () => await take);
+        AssertCounts(pool, total: 1, available: 0);
+    }
+
+    [Test]
     public void TakeSlot_ConstructorReturnsNull_ThrowsInvalidOperationAndGivesCapacityBack()
     {
         using var pool = new TrackedPool(1) { ConstructNull = true };

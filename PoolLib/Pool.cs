@@ -139,7 +139,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <remarks>Any exception from <see cref="ObjectConstructor"/> or <see cref="Validate"/> reaches the caller; the cap is untouched by it.</remarks>
-    public PoolSlot<T> TakeSlot() => TakeOwn() ?? TakeSlotSlow(start: 0, deadline: long.MaxValue)!;
+    public PoolSlot<T> TakeSlot() => TakeFast(out _) ?? TakeSlotSlow(start: 0, deadline: long.MaxValue)!;
 
     /// <summary>Takes an object if one is idle or may be created; never waits.</summary>
     /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
@@ -151,7 +151,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        slot = TakeOwn() ?? TakeSlotSlow(start: 0, deadline: 0);
+        slot = TakeFast(out bool foundNone) ?? (foundNone ? null : TakeSlotSlow(start: 0, deadline: 0));
         return slot is not null;
     }
 
@@ -172,7 +172,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         long deadline = timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : start + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
-        slot = TakeOwn() ?? TakeSlotSlow(start, deadline);
+        slot = TakeFast(out _) ?? TakeSlotSlow(start, deadline);
         return slot is not null;
     }
 
@@ -184,8 +184,21 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before an object was handed over.</exception>
-    public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default) =>
-        TakeOwn() is { } slot ? new ValueTask<PoolSlot<T>>(slot) : TakeSlotSlowAsync(cancellationToken);
+    public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default)
+    {
+        PoolSlot<T>? slot;
+        try
+        {
+            slot = TakeFast(out _);
+        }
+        catch (Exception failure)
+        {
+            // From ObjectConstructor or Validate: reported as the slow path reports it.
+            return ValueTask.FromException<PoolSlot<T>>(failure);
+        }
+
+        return slot is not null ? new ValueTask<PoolSlot<T>>(slot) : TakeSlotSlowAsync(cancellationToken);
+    }
 
     /// <summary>Returns a rented object to the pool; the same as disposing its slot.</summary>
     /// <param name="slot">A slot taken from this pool and not yet returned.</param>
@@ -525,30 +538,59 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>
-    /// The path every take tries first: the newest idle object the calling thread took before, unless
-    /// a taker is waiting, which goes first, or the pool is disposed. Null when it finds none to hand out.
+    /// The path every take tries first: the newest idle object the calling thread took before, else any
+    /// idle object or a new one; unless a taker is waiting, which goes first, or the pool is disposed.
+    /// Null when it finds none to hand out: the slow path looks again, and waits.
     /// </summary>
-    private PoolSlot<T>? TakeOwn()
+    /// <param name="foundNone">Set when it looked everywhere a take that does not wait looks, and found nothing.</param>
+    private PoolSlot<T>? TakeFast(out bool foundNone)
     {
+        foundNone = false;
+
         // A take due to be sampled for leak detection goes the slow way, which records where it was taken.
         if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints
-            || (_leakSamplingInterval != 0 && hints.CountDownToLeakSample()) || !hints.TryTake(_registry.Array, out PoolSlot<T>? slot))
+            || (_leakSamplingInterval != 0 && hints.CountDownToLeakSample()))
         {
             return null;
         }
 
-        // Refused (retired or invalid, and discarded): the slow path looks further.
-        if (slot.IsRetired ? !TryAccept(slot, hints, hinted: true, keepUnit: false, out _) : !IsValidOrDiscarded(slot, keepUnit: false, out _))
+        PoolSlot<T>? slot;
+        if (!hints.TryTake(_registry.Array, out slot))
         {
-            return null;
+            slot = TakeIdleOrNew(hints, out bool refused);
+            foundNone = slot is null && !refused;
+        }
+        else if (slot.IsRetired ? !TryAccept(slot, hints, hinted: true, keepUnit: false, out _) : !IsValidOrDiscarded(slot, keepUnit: false, out _))
+        {
+            // Refused (retired or invalid, and discarded): the slow path looks further.
+            slot = null;
         }
 
-        if (PoolMetrics.UseTimeEnabled)
+        if (slot is not null && PoolMetrics.UseTimeEnabled)
         {
             BeginUse(slot);
         }
 
         return slot;
+    }
+
+    /// <summary>
+    /// For a take that its thread's hints did not serve: an idle object from the stacks, else a new one
+    /// within the cap. Null when neither is there, or with <paramref name="refused"/> set when the idle
+    /// object found was refused and discarded, so that another may be.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private PoolSlot<T>? TakeIdleOrNew(ThreadHints<T> hints, out bool refused)
+    {
+        bool unused = false;
+        if (_idleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused))
+        {
+            refused = !TryAccept(slot, hints, hinted: false, keepUnit: false, out _);
+            return refused ? null : slot;
+        }
+
+        refused = false;
+        return _allocationBudget.TryTake() ? CreateRentedSlot(hints) : null;
     }
 
     /// <summary>
@@ -827,29 +869,19 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         ThreadHints<T> hints = _hints.Current;
         while (_waiters.IsQuietAndLive)
         {
-            bool unused = false;
+            bool refused;
             if (hints.TryTake(_registry.Array, out slot))
             {
-                if (TryAccept(slot, hints, hinted: true, keepUnit: false, out _))
-                {
-                    return true;
-                }
-            }
-            else if (_idleStacks.TryTake(out slot, lookEverywhere: false, ref unused))
-            {
-                if (TryAccept(slot, hints, hinted: false, keepUnit: false, out _))
-                {
-                    return true;
-                }
-            }
-            else if (_allocationBudget.TryTake())
-            {
-                slot = CreateRentedSlot(hints);
-                return true;
+                refused = !TryAccept(slot, hints, hinted: true, keepUnit: false, out _);
             }
             else
             {
-                break;
+                slot = TakeIdleOrNew(hints, out refused);
+            }
+
+            if (!refused)
+            {
+                return slot is not null;
             }
         }
 

@@ -1,6 +1,5 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
-using System.Runtime.CompilerServices;
 
 namespace PoolLib.Internal;
 
@@ -12,12 +11,10 @@ namespace PoolLib.Internal;
 /// </summary>
 internal sealed class IdleSlotStack<T> where T : class
 {
-    // 1 while a thread holds the list: taken with a compare-and-swap (a full fence), given back with a
-    // plain store. A spin that yields, never sleeps: a holder is halfway through unlinking a slot it has
-    // claimed, and an interrupt must not stop a waiter for the list halfway either.
-    private int _locked;
+    // Held while the list changes: a holder may be halfway through unlinking a slot it has claimed.
+    private UninterruptibleSpinLock _lock;
 
-    // Guarded by _locked. Every slot in the list has Stack == this, and no other slot has.
+    // Guarded by _lock. Every slot in the list has Stack == this, and no other slot has.
     private PoolSlot<T>? _newest;
     private int _count;
 
@@ -31,14 +28,14 @@ internal sealed class IdleSlotStack<T> where T : class
     /// <summary>Adds an entry for a slot just made idle, unless another stack already holds one.</summary>
     public void Push(PoolSlot<T> slot)
     {
-        Enter();
+        _lock.Enter();
         bool pushed = slot.TrySetStack(this);
         if (pushed)
         {
             LinkNewest(slot);
         }
 
-        Exit();
+        _lock.Exit();
         if (!pushed)
         {
             return;
@@ -64,7 +61,7 @@ internal sealed class IdleSlotStack<T> where T : class
     /// </remarks>
     public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
     {
-        Enter();
+        _lock.Enter();
         for (PoolSlot<T>? entry = _newest, older; entry is not null; entry = older)
         {
             older = entry.StackOlder;
@@ -74,7 +71,7 @@ internal sealed class IdleSlotStack<T> where T : class
             if (entry.TryClaimIdle())
             {
                 entry.ClearStack(fence: false);
-                Exit();
+                _lock.Exit();
                 slot = entry;
                 return true;
             }
@@ -82,13 +79,13 @@ internal sealed class IdleSlotStack<T> where T : class
             entry.ClearStack(fence: true);
             if (TryClaimOrKeep(entry, ref sawReturning))
             {
-                Exit();
+                _lock.Exit();
                 slot = entry;
                 return true;
             }
         }
 
-        Exit();
+        _lock.Exit();
         slot = null;
         return false;
     }
@@ -138,7 +135,7 @@ internal sealed class IdleSlotStack<T> where T : class
     /// <summary>Removes a slot's entry, if this stack still holds it.</summary>
     public void Remove(PoolSlot<T> slot)
     {
-        Enter();
+        _lock.Enter();
         if (slot.Stack == this)
         {
             // Unlinked before the mark goes: once it is gone, another stack may link the slot.
@@ -146,33 +143,12 @@ internal sealed class IdleSlotStack<T> where T : class
             slot.ClearStack(fence: false);
         }
 
-        Exit();
+        _lock.Exit();
     }
-
-    private void Enter()
-    {
-        if (Interlocked.CompareExchange(ref _locked, 1, 0) != 0)
-        {
-            EnterContended();
-        }
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void EnterContended()
-    {
-        var backoff = new RetryBackoff();
-        do
-        {
-            backoff.Wait();
-        }
-        while (Volatile.Read(ref _locked) != 0 || Interlocked.CompareExchange(ref _locked, 1, 0) != 0);
-    }
-
-    private void Exit() => Volatile.Write(ref _locked, 0);
 
     private void LinkNewest(PoolSlot<T> slot)
     {
-        Debug.Assert(_locked == 1 && slot.StackNewer is null && slot.StackOlder is null);
+        Debug.Assert(_lock.IsHeld && slot.StackNewer is null && slot.StackOlder is null);
         slot.StackOlder = _newest;
         if (_newest is not null)
         {
@@ -185,7 +161,7 @@ internal sealed class IdleSlotStack<T> where T : class
 
     private void Unlink(PoolSlot<T> slot)
     {
-        Debug.Assert(_locked == 1);
+        Debug.Assert(_lock.IsHeld);
         if (slot.StackNewer is { } newer)
         {
             newer.StackOlder = slot.StackOlder;

@@ -23,8 +23,9 @@ internal sealed class SlotRegistry<T> where T : class
     // while that walk ran is either seen by it or told of it by Add.
     private int _retirements;
 
-    // Uninterruptible: every holder is halfway through making or discarding a slot.
-    private readonly UninterruptibleLock _lock = new();
+    // Every holder is halfway through making or discarding a slot. A few instructions but in Compact,
+    // which walks the array, and which a halving array makes rare.
+    private UninterruptibleSpinLock _lock;
 
     /// <summary>Gets the slots now, for a walk that may miss a slot registered or moved during it; an entry is a slot or null.</summary>
     /// <remarks>The whole array: a length read apart from it could belong to a newer, compacted one.</remarks>
@@ -57,7 +58,8 @@ internal sealed class SlotRegistry<T> where T : class
     /// <summary>Makes a new slot findable by walks and hints, retiring it if <see cref="RetireAll"/> began since <paramref name="retirements"/> was read.</summary>
     public void Add(PoolSlot<T> slot, int retirements)
     {
-        using (_lock.EnterScope())
+        _lock.Enter();
+        try
         {
             if (_retirements != retirements)
             {
@@ -77,15 +79,18 @@ internal sealed class SlotRegistry<T> where T : class
             Volatile.Write(ref slots[index], slot);
             _live++;
         }
+        finally
+        {
+            _lock.Exit();
+        }
     }
 
     /// <summary>Retires every slot registered now; a slot registered meanwhile is retired by <see cref="Add"/>.</summary>
     public void RetireAll()
     {
-        using (_lock.EnterScope())
-        {
-            _retirements++;
-        }
+        _lock.Enter();
+        _retirements++;
+        _lock.Exit();
 
         foreach (PoolSlot<T>? slot in Slots)
         {
@@ -96,7 +101,8 @@ internal sealed class SlotRegistry<T> where T : class
     /// <summary>Forgets a discarded slot; compacts the array once three quarters of it are free.</summary>
     public void Remove(PoolSlot<T> slot)
     {
-        using (_lock.EnterScope())
+        _lock.Enter();
+        try
         {
             Debug.Assert(ReferenceEquals(_slots[slot.Index], slot));
             _slots[slot.Index] = null;
@@ -115,12 +121,16 @@ internal sealed class SlotRegistry<T> where T : class
                 Compact();
             }
         }
+        finally
+        {
+            _lock.Exit();
+        }
     }
 
     /// <summary>Moves every slot to the front of a smaller array; a hint to a moved slot then finds another or none.</summary>
     private void Compact()
     {
-        Debug.Assert(_lock.IsHeldByCurrentThread);
+        Debug.Assert(_lock.IsHeld);
         var compacted = new PoolSlot<T>?[Math.Max(MinLength, _slots.Length / 2)];
         int next = 0;
         foreach (PoolSlot<T>? slot in _slots.AsSpan(0, _length))
