@@ -150,10 +150,13 @@ internal static class MicrobenchmarkRun
     /// workers reach their tier-1 speed only after a few. Invocations are not unrolled, because one
     /// invocation runs many pairs and can take longer than an iteration; the empty-call overhead is
     /// not subtracted, being nothing against an invocation of thousands of requests or pairs; and no
-    /// iteration is dropped as an outlier, so min–max shows every measured iteration.
+    /// iteration is dropped as an outlier, so min–max shows every measured iteration. On one CPU the runtime
+    /// waits ten times longer before it recompiles hot methods (TC_DelaySingleProcMultiplier); each case's
+    /// process sets it to 1, so that pinned to one core, as on more, the warm-ups reach the recompiled code.
     /// </summary>
     private static Job FullJob => Job.Default
         .WithId("full")
+        .WithEnvironmentVariable("DOTNET_TC_DelaySingleProcMultiplier", "1")
         .WithLaunchCount(1)
         .WithWarmupCount(10)
         .WithIterationCount(7)
