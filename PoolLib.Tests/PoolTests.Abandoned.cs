@@ -1,5 +1,6 @@
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.Time.Testing;
+using PoolLib.Internal;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
@@ -32,6 +33,39 @@ public sealed partial class PoolTests
         Assert.That(pool.CleanUpCount, Is.Zero, "the late release did not clean the object up");
         AssertCounts(pool, total: 1, available: 0);
         pool.Release(served);
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    // A second release while the first is still cleaning up, and while maintenance is claiming the same rental (and will
+    // lose it to the first), throws as any second release does: it waits for the claim's outcome instead of reading the
+    // rental maintenance marked and passing as a late release of a rental taken back.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task AbandonedRentalTimeout_SecondReleaseWhileATakeBackThatLosesIsClaiming_Throws(CancellationToken cancellationToken)
+    {
+        using var lateReleases = new MetricCollector<long>(null, "PoolLib", "pool.abandoned.late_releases");
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = new FakeTimeProvider() });
+        PoolSlot<TrackedObject> slot = pool.TakeSlot();
+        using var cleaning = new ManualResetEventSlim();
+        using var finish = new ManualResetEventSlim();
+        pool.OnCleanUp = _ =>
+        {
+            cleaning.Set();
+            finish.Wait(cancellationToken);
+        };
+        Task first = Task.Run(() => pool.Release(slot), cancellationToken);
+        cleaning.Wait(cancellationToken);
+
+        // Maintenance between marking its claim of this rental and losing it to the first release.
+        SlotHistory history = slot.History!;
+        Volatile.Write(ref history.AbandonedRental, SlotHistory.InFlight(slot.Rental));
+        Task second = Task.Run(() => pool.Release(slot), cancellationToken);
+        Volatile.Write(ref history.AbandonedRental, -1);
+
+        await Assert.ThrowsAsync<InvalidOperationException>(async () => await second);
+        finish.Set();
+        await first;
+        Assert.That(Sum(lateReleases, pool.Name), Is.Zero);
         AssertCounts(pool, total: 1, available: 1);
     }
 

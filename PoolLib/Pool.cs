@@ -495,15 +495,18 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </summary>
     internal bool TryTakeBackAbandoned(PoolSlot<T> slot, int rental)
     {
-        // This and the renter's release race for one compare-and-swap from (rented, rental). The number
-        // goes first, so a release that loses reads it after the state it lost to (see PoolSlot.WasTakenBack).
+        // This and the renter's release race for one compare-and-swap from (rented, rental). The claim is
+        // marked in flight first, so a release that loses reads it after the state it lost to, and waits
+        // for the outcome (see SlotHistory.TakenBackRental).
         SlotHistory history = slot.History!;
-        Volatile.Write(ref history.AbandonedRental, rental);
+        Volatile.Write(ref history.AbandonedRental, SlotHistory.InFlight(rental));
         if (!slot.TryBeginReturn(rental))
         {
             Volatile.Write(ref history.AbandonedRental, -1);
             return false;
         }
+
+        Volatile.Write(ref history.AbandonedRental, rental);
 
         try
         {

@@ -162,8 +162,14 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// </summary>
     internal bool WasTakenBack(int rental)
     {
+        if (History is not { } history)
+        {
+            return false;
+        }
+
+        // The phase is read after the take-back's outcome: a claim that won made it returning or discarded.
+        int taken = history.TakenBackRental(Volatile.Read(ref _state) >>> 2);
         int state = Volatile.Read(ref _state);
-        int taken = History is { } history ? Volatile.Read(ref history.AbandonedRental) : -1;
         return taken >= 0 && (state & PhaseMask) is Returning or Discarded && state >>> 2 == taken && (rental < 0 || rental == taken);
     }
 

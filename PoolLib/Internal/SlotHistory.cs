@@ -26,7 +26,28 @@ internal sealed class SlotHistory(long createdAt)
     public long TracedAt;
     public StackTrace? TakenAt;
 
-    // The rental maintenance takes back as abandoned: written before it claims the slot, and reset if
-    // the claim fails, so that a release that finds the slot claimed knows whether it was taken back.
+    // The rental maintenance took back as abandoned, or -1. A take-back writes InFlight(rental) before it
+    // claims the slot, then the rental if its claim won or -1 if it lost: a release that finds the slot
+    // claimed by someone reads the outcome (see TakenBackRental), and so tells a take-back from a second release.
     public int AbandonedRental = -1;
+
+    /// <summary>The value of <see cref="AbandonedRental"/> while maintenance is claiming rental <paramref name="rental"/>.</summary>
+    public static int InFlight(int rental) => -2 - rental;
+
+    /// <summary>
+    /// Gets <see cref="AbandonedRental"/>, first waiting out a take-back of rental <paramref name="rental"/> that is
+    /// claiming the slot: its outcome is two writes away, with nothing in between that can block.
+    /// </summary>
+    public int TakenBackRental(int rental)
+    {
+        int taken = Volatile.Read(ref AbandonedRental);
+        var backoff = new RetryBackoff();
+        while (taken == InFlight(rental))
+        {
+            backoff.Wait();
+            taken = Volatile.Read(ref AbandonedRental);
+        }
+
+        return taken;
+    }
 }
