@@ -69,6 +69,59 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 1);
     }
 
+    // A new object's rental counts from the first tick that sees it, which may fall while HoldSlotInObject runs: a hook
+    // that outlasts the timeout has the rental taken back, and the take (or the pre-warming) must not hand out, store
+    // or discard again what maintenance discarded.
+    [TestCase(false)]
+    [TestCase(true)]
+    [CancelAfter(10_000)]
+    public void AbandonedRentalTimeout_TakenBackWhileTheNewObjectIsHandedItsSlot_DiscardedOnceAndNeverHandedOut(bool prewarm, CancellationToken cancellationToken)
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        TrackedObject? slowest = null;
+        using var holding = new ManualResetEventSlim();
+        using var finish = new ManualResetEventSlim();
+        pool.OnHoldSlot = made =>
+        {
+            if (Interlocked.CompareExchange(ref slowest, made, null) is null)
+            {
+                holding.Set();
+                finish.Wait(cancellationToken);
+            }
+        };
+        PoolSlot<TrackedObject>? taken = null;
+        var taker = new Thread(() =>
+        {
+            if (prewarm)
+            {
+                pool.Prewarm(1);
+            }
+            else
+            {
+                taken = pool.TakeSlot();
+            }
+        });
+        taker.Start();
+        holding.Wait(cancellationToken);
+
+        AdvanceInTicks(time, 2 * s_abandonedTimeout);
+        finish.Set();
+        taker.Join();
+
+        Assert.That(slowest!.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
+        Assert.That(pool.Slots.ToArray().Where(s => s is not null).Select(s => s!.Object), Does.Not.Contain(slowest));
+        if (prewarm)
+        {
+            AssertCounts(pool, total: 0, available: 0);
+        }
+        else
+        {
+            Assert.That(taken!.Object, Is.Not.SameAs(slowest), "the take made another object");
+            AssertCounts(pool, total: 1, available: 0);
+        }
+    }
+
     // A take owns the slot it claimed until it hands it out; a validation that outlasts the timeout must not let
     // maintenance and the take both discard it, nor the take hand out what maintenance discarded.
     [TestCase(false)]

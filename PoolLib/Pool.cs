@@ -344,17 +344,23 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return false;
         }
 
+        // Unless maintenance took the new rental back while HoldSlotInObject ran: the object is gone then.
         PoolSlot<T> slot = CreateSlot();
+        if (!slot.TryBeginReturn())
+        {
+            return true;
+        }
+
         if (slot.IsRetired)
         {
             // Retired by a Clear that ran while it was made.
             Discard(slot, PoolMetrics.DiscardReason.Expired);
-            return true;
+        }
+        else
+        {
+            Store(slot);
         }
 
-        bool returning = slot.TryBeginReturn();
-        Debug.Assert(returning, "A new slot is rented.");
-        Store(slot);
         return true;
     }
 
@@ -593,7 +599,14 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         refused = false;
-        return _allocationBudget.TryTake() ? CreateRentedSlot(hints) : null;
+        if (!_allocationBudget.TryTake())
+        {
+            return null;
+        }
+
+        slot = CreateRentedSlot(hints);
+        refused = slot is null;
+        return slot;
     }
 
     /// <summary>
@@ -1123,8 +1136,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            // Never counted as created, so not counted as discarded either.
-            DiscardAfterFailure(slot, failure, reason: null);
+            // Never counted as created, so not counted as discarded either; unless maintenance took the new
+            // rental back meanwhile, which discarded the object itself.
+            if (slot.TryBeginReturn())
+            {
+                DiscardAfterFailure(slot, failure, reason: null);
+            }
+
             throw;
         }
 
@@ -1132,10 +1150,19 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return slot;
     }
 
-    /// <summary>Makes an object for a taker with one unit of the cap the caller already holds, and starts its rental.</summary>
-    private PoolSlot<T> CreateRentedSlot(ThreadHints<T> hints)
+    /// <summary>
+    /// Makes an object for a taker with one unit of the cap the caller already holds, and starts its rental; null
+    /// if maintenance took the new rental back as abandoned while <see cref="HoldSlotInObject"/> ran (its object
+    /// discarded, its unit given back).
+    /// </summary>
+    private PoolSlot<T>? CreateRentedSlot(ThreadHints<T> hints)
     {
         PoolSlot<T> slot = CreateSlot();
+        if (!slot.IsRented)
+        {
+            return null;
+        }
+
         hints.Hint(slot.Index, _maxHints);
         return slot;
     }
