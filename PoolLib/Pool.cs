@@ -193,7 +193,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            // From ObjectConstructor or Validate: reported as the slow path reports it.
+            // From user code (ObjectConstructor, HoldSlotInObject, Validate, a refused object's Dispose), as the slow path reports it.
             return ValueTask.FromException<PoolSlot<T>>(failure);
         }
 
