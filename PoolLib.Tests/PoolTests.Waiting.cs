@@ -68,6 +68,19 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public async Task TakeSlotAsync_TokenAlreadyCancelledOnAThreadWhoseObjectIsIdle_ThrowsAndHandsNothingOut()
+    {
+        using var pool = new TrackedPool(2);
+        pool.TakeSlot().Dispose();
+        using var cancellation = new CancellationTokenSource();
+        cancellation.Cancel();
+
+        await Assert.ThrowsAsync<TaskCanceledException>(async () => await pool.TakeSlotAsync(cancellation.Token));
+
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
     [CancelAfter(20_000)]
     public async Task TakeSlotAsync_CancelledWhileWaiting_ThrowsAndLeavesNothingBehind(CancellationToken cancellationToken)
     {

@@ -186,6 +186,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before an object was handed over.</exception>
     public ValueTask<PoolSlot<T>> TakeSlotAsync(CancellationToken cancellationToken = default)
     {
+        // Before the fast path, so that a cancelled take never gets an object, whatever its thread took before.
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<PoolSlot<T>>(cancellationToken);
+        }
+
         PoolSlot<T>? slot;
         try
         {
@@ -908,11 +914,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     [MethodImpl(MethodImplOptions.NoInlining)]
     private ValueTask<PoolSlot<T>> TakeSlotSlowAsync(CancellationToken cancellationToken)
     {
-        if (cancellationToken.IsCancellationRequested)
-        {
-            return ValueTask.FromCanceled<PoolSlot<T>>(cancellationToken);
-        }
-
         try
         {
             // Sampled here, on the caller's thread: a wait completes on another.
