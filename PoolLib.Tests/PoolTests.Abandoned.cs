@@ -316,4 +316,71 @@ public sealed partial class PoolTests
         PoolSlot<TrackedObject>[] idle = [.. Enumerable.Range(0, pool.AvailableCount).Select(_ => pool.TakeSlot())];
         Assert.That(idle.Select(slot => slot.Object.DisposeCount), Is.All.Zero, "no object taken back is in the pool");
     }
+
+    // User code the timer runs (a leak handler, an object's Dispose) runs after the sweep, so it holds up no later one:
+    // here the handler waits for an object that only the next sweep can give back.
+    [Test]
+    public void AbandonedRentalTimeout_LeakHandlerWaitsForAnObject_TheNextTickTakesTheRentalBackAndServesIt()
+    {
+        var time = new ManualTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions
+        {
+            MaxCapacity = 1, LeakDetectionThreshold = TimeSpan.FromSeconds(1), AbandonedRentalTimeout = TimeSpan.FromSeconds(2), TimeProvider = time,
+        });
+        PoolSlot<TrackedObject> abandoned = pool.TakeSlot();
+        using var handlerWaits = new ManualResetEventSlim();
+        bool handlerTook = false;
+        pool.RentalLeakSuspected += (_, _) =>
+        {
+            handlerWaits.Set();
+            handlerTook = pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? slot);
+            slot?.Dispose();
+        };
+        time.Tick();
+
+        time.Advance(TimeSpan.FromSeconds(1));
+        var reporter = new Thread(time.Tick);
+        reporter.Start();
+        Assert.That(handlerWaits.Wait(s_waitBound), Is.True, "the leak was reported");
+        time.Advance(TimeSpan.FromSeconds(1));
+        time.Tick();
+
+        Assert.That(reporter.Join(s_waitBound), Is.True, "the handler returned");
+        Assert.That(handlerTook, Is.True, "the handler's take got the place the rental held");
+        Assert.That(abandoned.Object.DisposeCount, Is.EqualTo(1));
+        AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
+    public void AbandonedRentalTimeout_TakenBackObjectsDisposeBlocks_TheNextTickTakesAnotherBack()
+    {
+        var time = new ManualTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, AbandonedRentalTimeout = TimeSpan.FromSeconds(2), TimeProvider = time });
+        PoolSlot<TrackedObject> first = pool.TakeSlot();
+        time.Tick();
+        time.Advance(TimeSpan.FromSeconds(1));
+        PoolSlot<TrackedObject> second = pool.TakeSlot();
+        time.Tick();
+        using var firstDisposing = new ManualResetEventSlim();
+        using var secondDisposed = new ManualResetEventSlim();
+        second.Object.OnDispose = secondDisposed.Set;
+        bool sawSecondDisposed = false;
+        first.Object.OnDispose = () =>
+        {
+            firstDisposing.Set();
+            sawSecondDisposed = secondDisposed.Wait(s_waitBound);
+        };
+
+        // The first rental is past the timeout at this tick, whose Dispose of it waits for the second's.
+        time.Advance(TimeSpan.FromSeconds(1));
+        var disposer = new Thread(time.Tick);
+        disposer.Start();
+        Assert.That(firstDisposing.Wait(s_waitBound), Is.True, "the first rental was taken back");
+        time.Advance(TimeSpan.FromSeconds(1));
+        time.Tick();
+
+        Assert.That(disposer.Join(s_waitBound), Is.True, "the first Dispose returned");
+        Assert.That(sawSecondDisposed, Is.True, "the second rental was taken back while the first's Dispose ran");
+        AssertCounts(pool, total: 0, available: 0);
+    }
 }

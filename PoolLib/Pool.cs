@@ -97,8 +97,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <remarks>
     /// Raised on a timer thread, after the threshold passes: the timer, which ticks every quarter of
     /// the shortest of the pool's time spans, notes when it first sees a rental, so a report comes up to
-    /// two ticks late, never early. The rental goes on: the pool only reports it. An exception thrown by
-    /// a handler is caught and dropped, so that the timer and the other handlers run.
+    /// two ticks late, never early. The rental goes on: the pool only reports it. Handlers run one at a
+    /// time, in the order the leaks were found, after the tick's sweep: one that blocks holds up later
+    /// events, not the timer. An exception thrown by a handler is caught and dropped, so that the other
+    /// handlers run.
     /// </remarks>
     public event EventHandler<PoolLeakEventArgs>? RentalLeakSuspected;
 
@@ -107,8 +109,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// back (released or discarded by its renter); not for one the pool took back as abandoned.
     /// </summary>
     /// <remarks>
-    /// Raised on the timer thread, at its first tick after the release; <see cref="PoolLeakEventArgs.HeldFor"/>
-    /// is counted to that tick. Handlers' exceptions are dropped, as for <see cref="RentalLeakSuspected"/>.
+    /// Raised on a timer thread, after the report, at the first tick after the release; <see cref="PoolLeakEventArgs.HeldFor"/>
+    /// is counted to that tick. Handlers run and their exceptions are dropped as for <see cref="RentalLeakSuspected"/>.
     /// </remarks>
     public event EventHandler<PoolLeakEventArgs>? LeakedRentalReturned;
 
@@ -503,7 +505,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>
     /// Takes back a rental held past the abandoned-rental timeout, if it is still rented in
-    /// <paramref name="rental"/>: discards its object and gives its place under the cap to a waiter.
+    /// <paramref name="rental"/>; the caller then discards it with <see cref="DiscardTakenBack"/>.
     /// </summary>
     internal bool TryTakeBackAbandoned(PoolSlot<T> slot, int rental)
     {
@@ -519,7 +521,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         Volatile.Write(ref history.AbandonedRental, rental);
+        return true;
+    }
 
+    /// <summary>Discards the object of a rental taken back as abandoned, and gives its place under the cap to a waiter.</summary>
+    internal void DiscardTakenBack(PoolSlot<T> slot)
+    {
         try
         {
             Discard(slot, PoolMetrics.DiscardReason.Abandoned);
@@ -528,8 +535,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             // The object's Dispose failed; it is gone, and its place under the cap is back, all the same.
         }
-
-        return true;
     }
 
     /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>

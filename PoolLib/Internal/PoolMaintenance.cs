@@ -31,6 +31,9 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
     // Rentals reported as leaks and not yet seen back; touched by sweeps only.
     private readonly List<ReportedLeak> _reported = [];
 
+    // The leak events sweeps found, raised in order after each sweep, so that a handler that blocks holds up no sweep.
+    private readonly SerialQueue<LeakEvent> _leakEvents = new(static leak => leak.Pool.RaiseLeakEvent(leak.Args, leak.Returned));
+
     private PoolMaintenance(Pool<T> pool, PoolOptions options, TimeSpan period)
     {
         _pool = new WeakReference<Pool<T>>(pool);
@@ -86,8 +89,9 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
 
     /// <summary>
     /// One tick: retires objects past their lifetime, stamps idle objects with the time they were first
-    /// seen idle and rentals with the time they were first seen, trims objects idle too long (down to
-    /// <see cref="PoolOptions.MinIdle"/>), takes back abandoned rentals, reports leaks and their return.
+    /// seen idle and rentals with the time they were first seen, takes back abandoned rentals, finds leaks
+    /// and their return; then, no longer sweeping, runs the user code that owes: the Dispose of objects taken
+    /// back or idle too long (trimmed down to <see cref="PoolOptions.MinIdle"/>), and the leak events.
     /// Allocates nothing unless it finds an object to trim or a rental to report or take back.
     /// </summary>
     public void Sweep()
@@ -103,11 +107,12 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             return;
         }
 
+        long now = _time.GetTimestamp();
+        bool idleRetired = false;
+        bool idleTooLong = false;
+        List<PoolSlot<T>>? takenBack = null;
         try
         {
-            long now = _time.GetTimestamp();
-            bool idleRetired = false;
-            bool idleTooLong = false;
             bool watchesRentals = (_leakThreshold | _abandonedTimeout) != 0;
             foreach (PoolSlot<T>? slot in pool.Slots)
             {
@@ -128,17 +133,26 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
                 }
                 else if (watchesRentals && slot.RentedRental is var rental and >= 0)
                 {
-                    WatchRental(pool, slot, history, rental, now);
+                    WatchRental(pool, slot, history, rental, now, ref takenBack);
                 }
             }
 
-            AnnounceReturnedLeaks(pool, now);
-            pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
+            FindReturnedLeaks(pool, now);
         }
         finally
         {
             Volatile.Write(ref _sweeping, 0);
+            if (takenBack is not null)
+            {
+                foreach (PoolSlot<T> slot in takenBack)
+                {
+                    pool.DiscardTakenBack(slot);
+                }
+            }
         }
+
+        pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
+        _leakEvents.RunPending();
     }
 
     /// <summary>Stamps an idle slot first seen idle now; says whether it has been idle longer than the idle timeout.</summary>
@@ -155,8 +169,8 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         return now - idleSince >= _idleTimeout;
     }
 
-    /// <summary>Takes a rental back if it is abandoned, or reports it once if it is held past the leak threshold.</summary>
-    private void WatchRental(Pool<T> pool, PoolSlot<T> slot, SlotHistory history, int rental, long now)
+    /// <summary>Takes a rental back if it is abandoned (its object for the caller to discard), or reports it once if it is held past the leak threshold.</summary>
+    private void WatchRental(Pool<T> pool, PoolSlot<T> slot, SlotHistory history, int rental, long now, ref List<PoolSlot<T>>? takenBack)
     {
         if (history.SeenRental != rental)
         {
@@ -167,6 +181,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         long rentedAt = TryReadTrace(history, rental, out long tracedAt, out StackTrace? trace) ? tracedAt : history.SeenRentedAt;
         if (_abandonedTimeout != 0 && now - rentedAt >= _abandonedTimeout && pool.TryTakeBackAbandoned(slot, rental))
         {
+            (takenBack ??= []).Add(slot);
             return;
         }
 
@@ -178,11 +193,11 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         // Still rented when read above: held past the threshold, whenever it comes back.
         history.LeakReportedFor = rental;
         _reported.Add(new ReportedLeak(slot, rental, rentedAt, trace));
-        pool.RaiseLeakEvent(new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(rentedAt, now), trace), returned: false);
+        _leakEvents.Add(new LeakEvent(pool, new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(rentedAt, now), trace), Returned: false));
     }
 
-    /// <summary>Says, once each, which reported rentals have come back since the last sweep; not those taken back as abandoned.</summary>
-    private void AnnounceReturnedLeaks(Pool<T> pool, long now)
+    /// <summary>Finds, once each, the reported rentals that have come back since the last sweep; not those taken back as abandoned.</summary>
+    private void FindReturnedLeaks(Pool<T> pool, long now)
     {
         for (int i = _reported.Count - 1; i >= 0; i--)
         {
@@ -195,7 +210,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             _reported.RemoveAt(i);
             if (!leak.Slot.WasTakenBack(leak.Rental))
             {
-                pool.RaiseLeakEvent(new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(leak.RentedAt, now), leak.Trace), returned: true);
+                _leakEvents.Add(new LeakEvent(pool, new PoolLeakEventArgs(pool.Name, _time.GetElapsedTime(leak.RentedAt, now), leak.Trace), Returned: true));
             }
         }
     }
@@ -236,4 +251,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
 
     /// <summary>A rental reported as a leak: which, when it began, and where if it was sampled.</summary>
     private readonly record struct ReportedLeak(PoolSlot<T> Slot, int Rental, long RentedAt, StackTrace? Trace);
+
+    /// <summary>A leak event to raise: a rental held past the threshold, or its return.</summary>
+    private readonly record struct LeakEvent(Pool<T> Pool, PoolLeakEventArgs Args, bool Returned);
 }
