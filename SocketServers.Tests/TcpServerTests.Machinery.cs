@@ -199,12 +199,17 @@ public sealed partial class TcpServerTests
     {
         public ConcurrentQueue<(LogLevel Level, string Message)> Lines { get; } = new();
 
+        public ConcurrentQueue<(LogLevel Level, Exception? Exception)> Exceptions { get; } = new();
+
         public IDisposable? BeginScope<TState>(TState state)
             where TState : notnull => null;
 
         public bool IsEnabled(LogLevel logLevel) => true;
 
         public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
-            => Lines.Enqueue((logLevel, formatter(state, exception)));
+        {
+            Lines.Enqueue((logLevel, formatter(state, exception)));
+            Exceptions.Enqueue((logLevel, exception));
+        }
     }
 }

@@ -347,6 +347,9 @@ public sealed partial class TcpServerTests
 
         public TaskCompletionSource<int> Closed { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
+        /// <summary>Completed when an await of <see cref="TcpConnection.ConnectionClosed"/> ends: true if it was cancelled.</summary>
+        public TaskCompletionSource<bool> CutOffSeen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
         /// <summary>Completed, with <see cref="Handled"/>, when a write first waits for the kernel.</summary>
         public TaskCompletionSource<int> WriteBlocked { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
@@ -396,12 +399,23 @@ public sealed partial class TcpServerTests
                         await Gate.Task;
                         await connection.WriteAsync("done\n"u8.ToArray());
                         break;
+                    case ["await", "closed"]:
+                        Waiting.TrySetResult();
+                        await Task.Delay(Timeout.Infinite, connection.ConnectionClosed).ContinueWith(
+                            task => CutOffSeen.TrySetResult(task.IsCanceled), TaskScheduler.Default);
+                        break;
                     case ["bye"]:
                         await connection.WriteAsync("bye\n"u8.ToArray());
                         connection.Close();
                         return data.Length;
                     case ["throw"]:
                         throw new InvalidOperationException("the script says so");
+                    case ["throw", "disposed"]:
+                        // The handler's own object, not the connection's.
+                        throw new ObjectDisposedException("the handler's stream");
+                    case ["throw", "reset"]:
+                        // As the handler's own call to a backend that reset it would.
+                        throw new IOException("the backend reset", new SocketException((int)SocketError.ConnectionReset));
                     case ["say", _]:
                         // The rest of the line and its newline, written from the bytes received.
                         await connection.WriteAsync(data.Slice(start + 4, end - 3));

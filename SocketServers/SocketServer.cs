@@ -20,6 +20,9 @@ namespace SocketServers;
 /// </remarks>
 public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposable
 {
+    // How long a stop cut short waits for handler calls to return once their connections are closed, as Kestrel does.
+    private static readonly TimeSpan s_handlerCallWaitAfterAbort = TimeSpan.FromSeconds(1);
+
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
 
@@ -175,11 +178,13 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     /// period to finish, then what is left is closed. A TCP connection reads nothing more, sends back what it has
     /// read, ends its stream, and drops what the client still sends until the client closes, so that closing it
     /// resets nothing. The task completes when every pooled args is back in the pool, but for those of UDP replies
-    /// still deferred when the grace period ended, which come back when their handles end them. Calling it again, or before start, returns the same stop and starts nothing more; a later call's
-    /// token can still end the grace period.
+    /// still deferred when the grace period ended, which come back when their handles end them, and those of handler
+    /// calls still running a second after it ended (a TCP handler learns of the end through
+    /// <see cref="TcpConnection.ConnectionClosed"/>), which come back when the calls return. Calling it again, or before
+    /// start, returns the same stop and starts nothing more; a later call's token can still end the grace period.
     /// </summary>
     /// <param name="cancellationToken">Cancelling it ends the grace period at once, whichever call passed it; the
-    /// stop still waits for the closed operations to come back.</param>
+    /// stop still waits for the closed operations to come back, and up to a second for handler calls.</param>
     /// <returns>A task that completes when the server has stopped.</returns>
     public Task StopAsync(CancellationToken cancellationToken = default)
     {
@@ -254,9 +259,16 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
             {
                 Volatile.Write(ref _stopCutShort, true);
                 Abort();
+
+                // Every socket operation has ended now, but a handler's call may not (a TCP one is told through
+                // TcpConnection.ConnectionClosed): the stop does not wait on a call that ignores it.
+                await drained.WaitAsync(s_handlerCallWaitAfterAbort).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+                if (!drained.IsCompleted)
+                {
+                    Logger.StopLeftHandlerCalls(Name, LocalEndPoint, s_handlerCallWaitAfterAbort);
+                }
             }
 
-            await drained.ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             await CloseAsync().ConfigureAwait(false);
         }
         finally

@@ -40,6 +40,12 @@ public abstract class TcpConnection
     /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
     public abstract ValueTask FlushAsync();
 
+    /// <summary>Gets a token that is cancelled when the server cuts the connection off without waiting for the handler (the
+    /// stop grace period ended, the idle timeout, an eviction for a waiting client) or when the connection has closed.
+    /// A handler that awaits other work passes it on, so that a cut-off ends its call; its callbacks run on the thread
+    /// pool.</summary>
+    public abstract CancellationToken ConnectionClosed { get; }
+
     /// <summary>Closes the connection once the current call has returned: what was written is sent, the stream ends,
     /// and nothing more the client sends is handled. Calling it again, or after the connection closed, does nothing.</summary>
     public abstract void Close();

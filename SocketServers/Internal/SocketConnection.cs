@@ -66,9 +66,14 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // down. A loop waiting with part of a message stays Handling and sets _waitingWithPartial instead.
     private int _phase;
 
-    // 1 while the loop waits for data holding part of a message (so in Handling); a close request then wakes it (shuts
-    // the receive side down), and the loop ends the stream itself.
+    // 1 while the loop waits for data holding part of a message (so in Handling); a close request then wakes it (cancels
+    // _partialWait), and the loop ends the stream itself.
     private int _waitingWithPartial;
+
+    // Made by the loop before its first wait holding part of a message, and published by setting _waitingWithPartial.
+    // Not a shutdown of the receive side: after one, reads see an end of stream at once, so the loop could no longer
+    // wait for the client's close, and closing before it would reset what the client still sends.
+    private CancellationTokenSource? _partialWait;
 
     // The loop's alone. The receive buffer, held while data is there and while part of a message waits for the rest;
     // _pending bytes at its start are received and not consumed.
@@ -87,6 +92,14 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     // Set once the loop is over; writes then throw.
     private bool _closed;
+
+    // Made when a handler first asks for ConnectionClosed, published with a full fence; cancelled by whichever of the
+    // cut-off (or close) and the publication comes second, as each reads the other after its own write.
+    private CancellationTokenSource? _connectionClosed;
+
+    // The loop's alone: the error of a write that failed in a handler's call, which the IOException thrown through the
+    // handler reports; any other exception from the handler is the handler's own failure.
+    private SocketError _writeFailure;
 
     /// <summary>Sets up a connection on an accepted socket; <see cref="Execute"/> runs it.</summary>
     /// <param name="owner">The server that accepted it.</param>
@@ -117,6 +130,25 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// <inheritdoc/>
     public override EndPoint? RemoteEndPoint => _remoteEndPoint;
 
+    /// <inheritdoc/>
+    public override CancellationToken ConnectionClosed
+    {
+        get
+        {
+            if (Volatile.Read(ref _connectionClosed) is not { } source)
+            {
+                source = new CancellationTokenSource();
+                source = Interlocked.CompareExchange(ref _connectionClosed, source, null) ?? source;
+                if (IsCutOffOrClosed)
+                {
+                    _ = source.CancelAsync();
+                }
+            }
+
+            return source.Token;
+        }
+    }
+
     /// <summary>Gets the client's address.</summary>
     public IPAddress? RemoteAddress => (_remoteEndPoint as IPEndPoint)?.Address;
 
@@ -125,6 +157,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     /// <summary>Gets the owner's clock at the last completed receive or send.</summary>
     public long LastActivity => Volatile.Read(ref _lastActivity);
+
+    private bool IsCutOffOrClosed => Volatile.Read(ref _closeRequest) is IdleClose or Evicted or Aborted || Volatile.Read(ref _closed);
 
     /// <summary>Gets whether the server has begun to close the connection (stop, idle, evicted, closed by the handler or
     /// aborted).</summary>
@@ -148,6 +182,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             || Interlocked.CompareExchange(ref _closeRequest, IdleClose, HandlerClose) == HandlerClose)
         {
             Shutdown(SocketShutdown.Both);
+            CancelConnectionClosed();
         }
     }
 
@@ -163,14 +198,16 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         {
             _owner.Count.Evicted();
             Shutdown(SocketShutdown.Both);
+            CancelConnectionClosed();
         }
     }
 
     /// <summary>End of the stop grace period: closes the socket, whatever the connection is doing.</summary>
     public void Abort()
     {
-        Volatile.Write(ref _closeRequest, Aborted);
+        Interlocked.Exchange(ref _closeRequest, Aborted);
         _socket.Dispose();
+        CancelConnectionClosed();
     }
 
     /// <inheritdoc/>
@@ -222,7 +259,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         else if (Volatile.Read(ref _waitingWithPartial) == 1)
         {
             // It waits for the rest of a message: wake it, and it ends the stream after the handler's last word.
-            Shutdown(SocketShutdown.Receive);
+            Volatile.Read(ref _partialWait)!.Cancel();
         }
     }
 
@@ -296,6 +333,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         if (error != SocketError.Success)
         {
             // The loop sees the socket shut and closes the connection after the handler's call.
+            _writeFailure = error;
             Shutdown(SocketShutdown.Both);
             throw new IOException($"Sending on {this} failed: {error}.", new SocketException((int)error));
         }
@@ -373,14 +411,15 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 error = await ServeAsync().ConfigureAwait(false);
             }
         }
-        catch (ObjectDisposedException)
+        catch (ObjectDisposedException) when (Volatile.Read(ref _closeRequest) == Aborted)
         {
+            // The end of the stop grace period disposed the socket under the loop.
             error = SocketError.OperationAborted;
         }
-        catch (IOException ex) when (ex.InnerException is SocketException socketException)
+        catch (IOException) when (_writeFailure != SocketError.Success)
         {
             // A write the client's reset or a failure cut short, thrown through the handler.
-            error = socketException.SocketErrorCode;
+            error = _writeFailure;
         }
         catch (Exception ex)
         {
@@ -406,6 +445,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             if (partial)
             {
                 // Publish, with a full fence, that the loop waits holding part of a message; then read the close request.
+                _partialWait ??= new CancellationTokenSource();
                 Interlocked.Exchange(ref _waitingWithPartial, 1);
                 int request = Volatile.Read(ref _closeRequest);
                 if (request is StopRequested or HandlerClose)
@@ -424,12 +464,22 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
 
             // Wait for data with no buffer (a zero-byte receive): an idle connection holds none.
-            _args.SetBuffer(null, 0, 0);
-            await _args.ReceiveAsync(_socket).ConfigureAwait(false);
-            Volatile.Write(ref _waitingWithPartial, 0);
-            if (_args.SocketError != SocketError.Success)
+            SocketError waited;
+            if (partial)
             {
-                return _args.SocketError;
+                waited = await WaitHoldingPartAsync(_partialWait!.Token).ConfigureAwait(false);
+            }
+            else
+            {
+                _args.SetBuffer(null, 0, 0);
+                await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+                waited = _args.SocketError;
+            }
+
+            Volatile.Write(ref _waitingWithPartial, 0);
+            if (waited != SocketError.Success)
+            {
+                return waited;
             }
 
             if (!partial && Interlocked.CompareExchange(ref _phase, Handling, Waiting) != Waiting)
@@ -443,6 +493,30 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             {
                 return error;
             }
+        }
+    }
+
+    /// <summary>Waits for the rest of a message, until a close request cancels the wait (see <see cref="RequestEnd"/>).</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<SocketError> WaitHoldingPartAsync(CancellationToken closeRequested)
+    {
+        try
+        {
+            await _socket.ReceiveAsync(Memory<byte>.Empty, SocketFlags.None, closeRequested).ConfigureAwait(false);
+            return SocketError.Success;
+        }
+        catch (OperationCanceledException)
+        {
+            // A close request: back at the top of the loop, the stream ends.
+            return SocketError.Success;
+        }
+        catch (SocketException ex)
+        {
+            return ex.SocketErrorCode;
+        }
+        catch (ObjectDisposedException)
+        {
+            return SocketError.OperationAborted;
         }
     }
 
@@ -626,7 +700,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         finally
         {
             // Whatever the log line or the handler did (either may throw), the socket closes, the buffers and the args go back.
-            _closed = true;
+            Volatile.Write(ref _closed, true);
+            Interlocked.MemoryBarrier();
+            CancelConnectionClosed();
             _directLength = 0;
             _socket.Dispose();
             ReleaseReceiveBuffer();
@@ -693,6 +769,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
         }
     }
+
+    /// <summary>Cancels <see cref="ConnectionClosed"/> if a handler has asked for it; its callbacks run on the thread pool,
+    /// not on the thread that cuts the connection off.</summary>
+    private void CancelConnectionClosed() => _ = Volatile.Read(ref _connectionClosed)?.CancelAsync();
 
     private long Now() => _clock is null ? Environment.TickCount64 : _clock();
 

@@ -19,6 +19,9 @@ internal static partial class SocketServerLog
     [LoggerMessage(3, LogLevel.Information, "{Server} on {EndPoint}: stop grace period over, closing {Count} connections")]
     public static partial void TcpGracePeriodOver(this ILogger logger, string server, IPEndPoint? endPoint, int count);
 
+    [LoggerMessage(45, LogLevel.Warning, "{Server} on {EndPoint}: handler calls still running {Wait} after the stop grace period; stopping without them")]
+    public static partial void StopLeftHandlerCalls(this ILogger logger, string server, IPEndPoint? endPoint, TimeSpan wait);
+
     [LoggerMessage(4, LogLevel.Information, "{Server} on {EndPoint} stopped: {Counters}")]
     public static partial void TcpStopped(this ILogger logger, string server, IPEndPoint? endPoint, SocketServerCounters counters);
 

@@ -1,0 +1,134 @@
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+// Faults an outside test found: how a graceful end meets a client still sending, and whose failure an exception is.
+public sealed partial class TcpServerTests
+{
+    // The stop wakes a loop that waits holding part of a message; ending the stream must not also end the wait for the
+    // client's close, or the socket closes under the client's next send and resets it.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_MessageHalfSentThenClientSendsMore_DroppedWithoutResetUntilTheClientCloses(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("hal", cancellationToken);
+        await handler.PartialSeen.Task.WaitAsync(cancellationToken);
+
+        Task stop = server.StopAsync(cancellationToken);
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        SocketError[] later = [.. Enumerable.Range(0, 3).Select(_ => SendNow(client.Socket, "more\n"u8.ToArray()))];
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await stop;
+
+        Assert.That(rest, Is.EqualTo("unfinished: hal\n"));
+        Assert.That(later, Is.All.EqualTo(SocketError.Success), "the client's later sends were dropped, not reset");
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Close_FromAnotherThreadWhileHalfAMessageWaits_ClientsLaterSendsDroppedWithoutReset(CancellationToken cancellationToken)
+    {
+        var connections = new ConnectionCapturingHandler();
+        await using var server = await StartAsync(connections, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("hal", cancellationToken);
+        TcpConnection connection = await connections.PartialSeen.Task.WaitAsync(cancellationToken);
+
+        connection.Close();
+        string rest = await client.ReadToEndAsync(cancellationToken);
+        SocketError[] later = [.. Enumerable.Range(0, 3).Select(_ => SendNow(client.Socket, "more\n"u8.ToArray()))];
+        client.Socket.Shutdown(SocketShutdown.Send);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(rest, Is.Empty);
+        Assert.That(later, Is.All.EqualTo(SocketError.Success), "the client's later sends were dropped, not reset");
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    // An ObjectDisposedException or an IOException over a SocketException that the handler throws for its own reasons
+    // is its failure, logged as a warning with the exception, not a connection the client lost.
+    [TestCase("throw disposed\n", typeof(ObjectDisposedException))]
+    [TestCase("throw reset\n", typeof(IOException))]
+    [CancelAfter(10_000)]
+    public async Task Handler_ThrowsItsOwnDisposedOrSocketIOException_LoggedAsTheHandlersFailure(string request, Type thrown, CancellationToken cancellationToken)
+    {
+        var logger = new RecordingLogger();
+        await using var server = await StartAsync(new ScriptedHandler(), cancellationToken: cancellationToken, logger: logger);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync(request, cancellationToken);
+        await client.ReadToEndAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(logger.Exceptions.Where(entry => entry.Level == LogLevel.Warning).Select(entry => entry.Exception?.GetType()), Has.Member(thrown));
+        Assert.That(logger.Lines.Select(line => line.Message), Has.None.Contains(" lost: "));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task ConnectionClosed_StopGracePeriodEndsWhileTheHandlerAwaitsIt_CancelledAndTheStopCompletes(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("await closed\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+
+        Assert.That(await handler.CutOffSeen.Task.WaitAsync(cancellationToken), Is.True);
+        Assert.That(server.StopCutShort, Is.True);
+        Assert.That(server.Counters.CurrentConnections, Is.Zero);
+    }
+
+    // A handler call that ignores the cut-off must not hold the stop (nor the host's shutdown) for as long as it runs.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_HandlerCallIgnoresTheCutOff_CompletesWithoutItAndTheCallEndsLater(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        var logger = new RecordingLogger();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken, logger: logger);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("wait\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+        bool callStillRunning = server.Counters.CurrentConnections == 1;
+        handler.Gate.SetResult();
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(callStillRunning, Is.True, "the stop completed while the handler's call ran");
+        Assert.That(logger.Lines, Has.Some.Matches<(LogLevel Level, string Message)>(line => line.Level == LogLevel.Warning && line.Message.Contains("handler calls still running")));
+    }
+
+    /// <summary>A send that does not wait; the error the kernel gave, which is a reset's once the peer has closed.</summary>
+    private static SocketError SendNow(Socket socket, byte[] data)
+    {
+        socket.Send(data, 0, data.Length, SocketFlags.None, out SocketError error);
+        return error;
+    }
+
+    /// <summary>Hands the test the connection whose message is left unfinished; consumes only whole lines.</summary>
+    private sealed class ConnectionCapturingHandler : TcpConnectionHandler
+    {
+        public TaskCompletionSource<TcpConnection> PartialSeen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public override ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data)
+        {
+            int consumed = data.Span.LastIndexOf((byte)'\n') + 1;
+            if (consumed < data.Length)
+            {
+                PartialSeen.TrySetResult(connection);
+            }
+
+            return ValueTask.FromResult(consumed);
+        }
+    }
+}
