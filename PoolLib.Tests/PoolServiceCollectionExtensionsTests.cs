@@ -70,6 +70,19 @@ public sealed class PoolServiceCollectionExtensionsTests
     }
 
     [Test]
+    public void AddPool_KeyUnderASettingThatAnotherSourceGivesAValue_ThrowsNamingIt()
+    {
+        IConfiguration configuration = new ConfigurationBuilder()
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Pool:MaxCapacity:Value"] = "4" })
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Pool:MaxCapacity"] = "8" })
+            .Build();
+
+        var exception = Assert.Throws<ArgumentException>(() => new ServiceCollection().AddPool(configuration.GetSection("Pool"), _ => new StringBuilder()));
+
+        Assert.That(exception!.Message, Does.StartWith("'Pool:MaxCapacity' is a section"));
+    }
+
+    [Test]
     public void AddPool_NullSectionOrFactory_Throws()
     {
         var services = new ServiceCollection();

@@ -68,6 +68,22 @@ public sealed class SocketServerOptionsBinderTests
         Assert.That(exception!.Message, Does.Contain("'Echo:Tcp' holds the value '5'"));
     }
 
+    // As in the host, where a file gave "Port": { "A": 1 } and the command line --port 0: the command line's value hid
+    // the key under it from the binder, and the file's mistake passed silently.
+    [Test]
+    public void Bind_KeyUnderAnOptionThatAnotherSourceGivesAValue_ThrowsNamingIt()
+    {
+        IConfigurationSection section = new ConfigurationBuilder()
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Echo:Tcp:Port:A"] = "1" })
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Echo:Tcp:Port"] = "0" })
+            .Build()
+            .GetSection("Echo:Tcp");
+
+        var exception = Assert.Throws<OptionsValidationException>(() => SocketServerOptionsBinder.Bind(section, new TcpEchoServerOptions()));
+
+        Assert.That(exception!.Message, Is.EqualTo("'Echo:Tcp:Port' is a section ('Echo:Tcp:Port:A'); it should be a value."));
+    }
+
     private static IConfigurationSection Section(params (string Key, string Value)[] values) =>
         new ConfigurationBuilder()
             .AddInMemoryCollection(values.Select(pair => KeyValuePair.Create("Echo:Tcp:" + pair.Key, (string?)pair.Value)))

@@ -40,7 +40,8 @@ internal static class PoolOptionsBinder
             // A key that names no option is most likely a typo, which would otherwise leave a default in force silently.
             Setting setting = Array.Find(s_settings, candidate => candidate.Key.Equals(child.Key, StringComparison.OrdinalIgnoreCase))
                 ?? throw new ArgumentException($"'{child.Path}' is not a setting of {nameof(PoolOptions)}; it takes {string.Join(", ", s_settings.Select(known => known.Key))}.", paramName);
-            if (child.Value is not string value)
+            // A key under a setting is refused even where another source gives the setting a value, which would hide it.
+            if (child.GetChildren().Any() || child.Value is not string value)
             {
                 throw new ArgumentException($"'{child.Path}' is a section; it should be a value.", paramName);
             }

@@ -32,6 +32,13 @@ internal static class SocketServerOptionsBinder
                 throw Invalid<TOptions>($"'{child.Path}' is not a setting of {typeof(TOptions).Name}.");
             }
 
+            // Every option is one value. A key under one is refused even where another source gives the option a value,
+            // which would hide it from the binder.
+            if (child.GetChildren().FirstOrDefault() is { } nested)
+            {
+                throw Invalid<TOptions>($"'{child.Path}' is a section ('{nested.Path}'); it should be a value.");
+            }
+
             // The binder's own message for a name it cannot convert names the type, not the names it takes.
             if (property.PropertyType.IsEnum && child.Value is string name
                 && !(Enum.TryParse(property.PropertyType, name, ignoreCase: true, out object? value) && Enum.IsDefined(property.PropertyType, value)))
