@@ -10,7 +10,8 @@ namespace SocketServers;
 /// <remarks>
 /// Either may be called from any thread, once: after that the handle is stale, and every member but
 /// <see cref="Dispose"/> throws, as they do on a default instance. Each deferred reply holds a pooled buffer; when
-/// <see cref="UdpServerOptions.MaxPendingDatagrams"/> of them are out, the server receives no more until one ends.
+/// <see cref="UdpServerOptions.MaxPendingDatagrams"/> of them are out, and one more for each receive, the server
+/// receives no more until one ends.
 /// </remarks>
 public readonly struct UdpDeferredReply : IDisposable
 {

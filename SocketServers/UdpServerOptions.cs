@@ -92,7 +92,8 @@ public class UdpServerOptions : SocketServerOptions
 
     /// <summary>How many received datagrams may wait for their reply, 1 to 65536; 256 by default: queued for the
     /// reply block (<see cref="UdpProcessing.ReplyBlock"/>), or deferred by the handler
-    /// (<see cref="UdpDatagram.DeferReply"/>). When that many wait, receiving pauses and the kernel drops what does
+    /// (<see cref="UdpDatagram.DeferReply"/>). Each receive under way may add one more, as its datagram's reply may
+    /// wait too: when that many wait, and one more for each receive, receiving pauses and the kernel drops what does
     /// not fit in the socket buffer.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public int MaxPendingDatagrams
