@@ -108,6 +108,46 @@ public sealed partial class TcpServerTests
         Assert.That(logger.Lines, Has.Some.Matches<(LogLevel Level, string Message)>(line => line.Level == LogLevel.Warning && line.Message.Contains("handler calls still running")));
     }
 
+    // The sweep judged a connection by what it received, so one reading a long reply, at far more than the minimum
+    // rate, was evicted for a waiting client mid-reply, and its client saw a clean end of stream.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task MinDataRate_ClientReadingALongReplyWhileAnotherWaits_NotEvictedMidReply(CancellationToken cancellationToken)
+    {
+        // More than the kernel's buffers hold, so that the server is still sending while the sweeps judge it.
+        const int Chunks = 320;
+        await using var server = await StartAsync(
+            new ScriptedHandler(),
+            options =>
+            {
+                options.MaxConnections = 1;
+                options.SlowConnectionWindow = TimeSpan.FromSeconds(1);
+            },
+            cancellationToken);
+        using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await reading.SendAsync($"stream {Chunks}\n", cancellationToken);
+        using LineClient waiting = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await waiting.SendAsync("next\n", cancellationToken);
+
+        // Paced well above the minimum rate, so that the reply outlasts several sweeps.
+        long received = 0;
+        byte[] buffer = new byte[ScriptedHandler.StreamChunkSize];
+        while (await reading.Socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken) is var count and > 0)
+        {
+            received += count;
+            if (buffer[count - 1] == (byte)'\n')
+            {
+                break;
+            }
+
+            await Task.Delay(5, cancellationToken);
+        }
+
+        reading.Socket.Shutdown(SocketShutdown.Send);
+        Assert.That(received, Is.EqualTo(((long)Chunks * ScriptedHandler.StreamChunkSize) + 1), "the whole reply arrived");
+        Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
+    }
+
     /// <summary>A send that does not wait; the error the kernel gave, which is a reset's once the peer has closed.</summary>
     private static SocketError SendNow(Socket socket, byte[] data)
     {

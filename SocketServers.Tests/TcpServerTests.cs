@@ -339,6 +339,8 @@ public sealed partial class TcpServerTests
     /// <summary>A line protocol for the tests: most lines come back upper-cased; a few are commands.</summary>
     private sealed class ScriptedHandler : TcpConnectionHandler
     {
+        public const int StreamChunkSize = 64 * 1024;
+
         public TaskCompletionSource PartialSeen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
         public TaskCompletionSource Waiting { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -357,6 +359,8 @@ public sealed partial class TcpServerTests
         public int Handled => Volatile.Read(ref _handled);
 
         private int _handled;
+
+        private static readonly byte[] s_chunk = Pattern(StreamChunkSize);
 
         public static byte[] Pattern(int size) => [.. Enumerable.Range(0, size).Select(i => (byte)('a' + (i % 26)))];
 
@@ -392,6 +396,14 @@ public sealed partial class TcpServerTests
                         }
 
                         await write;
+                        await connection.WriteAsync("\n"u8.ToArray());
+                        break;
+                    case ["stream", var chunks]:
+                        for (int chunk = int.Parse(chunks, System.Globalization.CultureInfo.InvariantCulture); chunk > 0; chunk--)
+                        {
+                            await connection.WriteAsync(s_chunk);
+                        }
+
                         await connection.WriteAsync("\n"u8.ToArray());
                         break;
                     case ["wait"]:

@@ -65,12 +65,13 @@ public class TcpServerOptions : SocketServerOptions
         }
     }
 
-    /// <summary>The data rate, in bytes received per second, that keeps a connection safe from eviction:
+    /// <summary>The data rate, in bytes received and sent per second, that keeps a connection safe from eviction:
     /// while every one of <see cref="MaxConnections"/> is taken and new clients wait in the backlog, the
     /// server closes, every eighth of a <see cref="SlowConnectionWindow"/>, as many connections as clients wait
-    /// (on Linux, which counts them; elsewhere one), those quiet longest among the ones that received less than
+    /// (on Linux, which counts them; elsewhere one), those quiet longest among the ones that moved less than
     /// this both over their last complete window and since it ended, or, in their first window, since they
-    /// opened. So a connection that receives at least this much now is never closed for this. 1024 by default;
+    /// opened. So a connection that receives or sends at least this much now (a client streaming a request, or
+    /// reading a long reply) is never closed for this. 1024 by default;
     /// 0 never evicts.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     public int MinDataRate

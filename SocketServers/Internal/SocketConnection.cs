@@ -48,8 +48,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // The clock when accepted, for the connection-duration histogram.
     private readonly long _openedAt;
 
-    // Bytes received so far; written by the loop, read by the sweep.
-    private long _bytesReceived;
+    // Bytes received and sent so far, as the slow-connection sweep judges a connection; written by the loop, read by
+    // the sweep. A connection streaming a reply is not slow, whatever it receives.
+    private long _bytesMoved;
 
     // The sweep's alone: the receive rate over the current and the last window. A mutable struct updated in
     // place, so never readonly: a readonly field would hand the sweep a copy and the window would never move.
@@ -186,10 +187,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         }
     }
 
-    /// <summary>Sweep only: whether the connection receives less than <paramref name="minDataRate"/> bytes a second
+    /// <summary>Sweep only: whether the connection receives and sends less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
     public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
-        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesReceived), windowMs, minDataRate, judgedAfterMs);
+        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesMoved), windowMs, minDataRate, judgedAfterMs);
 
     /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
     public void Evict()
@@ -372,6 +373,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 }
 
                 _owner.Count.BytesSent(_args.BytesTransferred);
+                Volatile.Write(ref _bytesMoved, _bytesMoved + _args.BytesTransferred);
                 Volatile.Write(ref _lastActivity, Now());
             }
 
@@ -603,7 +605,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
 
             Volatile.Write(ref _lastActivity, Now());
-            Volatile.Write(ref _bytesReceived, _bytesReceived + received);
+            Volatile.Write(ref _bytesMoved, _bytesMoved + received);
             int available = _pending + received;
             int consumed = await _handler.OnReceivedAsync(this, buffer.AsMemory(0, available)).ConfigureAwait(false);
             if ((uint)consumed > (uint)available)
