@@ -148,6 +148,25 @@ public sealed partial class TcpServerTests
         Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
     }
 
+    // A handler awaiting its own work owes the client a reply: the connection is busy, not idle. The witness connects
+    // after the request, so the sweep that closes it idle would have closed the busy one too.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task IdleTimeout_HandlerAwaitingItsWorkPastTheTimeout_ConnectionKeptAndTheReplyArrives(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, options => options.IdleTimeout = TimeSpan.FromMilliseconds(200), cancellationToken);
+        using LineClient busy = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await busy.SendAsync("wait\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+        using LineClient witness = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await witness.ReadToEndAsync(cancellationToken), Is.Empty, "the silent witness was closed idle");
+        handler.Gate.SetResult();
+
+        Assert.That(await busy.ReadLineAsync(cancellationToken), Is.EqualTo("done"));
+    }
+
     /// <summary>A send that does not wait; the error the kernel gave, which is a reset's once the peer has closed.</summary>
     private static SocketError SendNow(Socket socket, byte[] data)
     {

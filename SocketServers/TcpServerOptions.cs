@@ -44,8 +44,8 @@ public class TcpServerOptions : SocketServerOptions
         set => _bufferSize = CheckRange(value, 1, MaxBufferSize);
     }
 
-    /// <summary>How long a connection may go without receiving or sending anything before the server
-    /// closes it; 60 seconds by default, <see cref="Timeout.InfiniteTimeSpan"/> to never close idle
+    /// <summary>How long a connection may go without receiving or sending anything, while no handler's call is at work
+    /// on it (a call waiting to send to a client that does not read is not), before the server closes it; 60 seconds by default, <see cref="Timeout.InfiniteTimeSpan"/> to never close idle
     /// connections. Checked by one periodic sweep, so a connection closes up to a quarter of the timeout
     /// (at most one second) late.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is not positive (and not infinite) or is
@@ -71,7 +71,7 @@ public class TcpServerOptions : SocketServerOptions
     /// (on Linux, which counts them; elsewhere one), those quiet longest among the ones that moved less than
     /// this both over their last complete window and since it ended, or, in their first window, since they
     /// opened. So a connection that receives or sends at least this much now (a client streaming a request, or
-    /// reading a long reply) is never closed for this. 1024 by default;
+    /// reading a long reply) is never closed for this, nor one whose handler's call is at work on it. 1024 by default;
     /// 0 never evicts.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     public int MinDataRate

@@ -112,6 +112,11 @@ internal sealed class IdleAndSlowConnectionSweep
         long now = _clock is null ? Environment.TickCount64 : _clock();
         foreach (var (connection, _) in _connections)
         {
+            if (connection.IsHandlerAtWork)
+            {
+                continue;
+            }
+
             long lastActivity = connection.LastActivity;
             if (now - lastActivity >= timeoutMs)
             {

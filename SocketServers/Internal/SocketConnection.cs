@@ -45,6 +45,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // The clock at the last completed receive or send; read by the idle sweep.
     private long _lastActivity;
 
+    // Written by the loop, read by the sweep: 1 while a handler's call runs, and while a send is under way. A handler
+    // at work on a reply (awaiting a backend) makes its connection busy, neither idle nor slow; one whose send waits
+    // for a client that does not read does not.
+    private int _inHandlerCall;
+    private int _sending;
+
     // The clock when accepted, for the connection-duration histogram.
     private readonly long _openedAt;
 
@@ -186,6 +192,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             CancelConnectionClosed();
         }
     }
+
+    /// <summary>Gets whether a handler's call is at work for the connection (not waiting on a send): the server owes the
+    /// client a reply, so the connection is neither idle nor slow.</summary>
+    public bool IsHandlerAtWork => Volatile.Read(ref _inHandlerCall) == 1 && Volatile.Read(ref _sending) == 0;
 
     /// <summary>Sweep only: whether the connection receives and sends less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
@@ -361,6 +371,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<SocketError> SendAllAsync(byte[] buffer, int offset, int count)
     {
+        Volatile.Write(ref _sending, 1);
         try
         {
             for (int sent = 0; sent < count; sent += _args.BytesTransferred)
@@ -382,6 +393,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         finally
         {
             _args.SetBuffer(null, 0, 0);
+            Volatile.Write(ref _sending, 0);
         }
     }
 
@@ -406,7 +418,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         SocketError error = SocketError.Success;
         try
         {
+            Volatile.Write(ref _inHandlerCall, 1);
             await _handler.OnConnectedAsync(this).ConfigureAwait(false);
+            Volatile.Write(ref _inHandlerCall, 0);
             error = await FlushAndReleaseAsync().ConfigureAwait(false);
             if (error == SocketError.Success)
             {
@@ -546,7 +560,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     {
         if (stopping)
         {
+            Volatile.Write(ref _inHandlerCall, 1);
             await _handler.OnInputEndedAsync(this, _receive!.Object.AsMemory(0, _pending)).ConfigureAwait(false);
+            Volatile.Write(ref _inHandlerCall, 0);
         }
 
         // Sent before the receive buffer goes back: the replies may lie in it.
@@ -597,7 +613,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 // The client's end of stream: the handler has its last word about a message it left unfinished.
                 if (_pending > 0)
                 {
+                    Volatile.Write(ref _inHandlerCall, 1);
                     await _handler.OnInputEndedAsync(this, buffer.AsMemory(0, _pending)).ConfigureAwait(false);
+                    Volatile.Write(ref _inHandlerCall, 0);
                     _pending = 0;
                 }
 
@@ -607,7 +625,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             Volatile.Write(ref _lastActivity, Now());
             Volatile.Write(ref _bytesMoved, _bytesMoved + received);
             int available = _pending + received;
+            Volatile.Write(ref _inHandlerCall, 1);
             int consumed = await _handler.OnReceivedAsync(this, buffer.AsMemory(0, available)).ConfigureAwait(false);
+            Volatile.Write(ref _inHandlerCall, 0);
             if ((uint)consumed > (uint)available)
             {
                 throw new InvalidOperationException($"{_handler.GetType().Name}.OnReceivedAsync returned {consumed}, not a count from 0 to the {available} bytes it was given.");
