@@ -200,4 +200,42 @@ public sealed partial class PoolTests
             time.Advance(s_idleTick);
         }
     }
+
+    // A tick trims after it has stopped sweeping, so that a slow Dispose holds up no take-back; a later tick must then
+    // leave the trim to it, or each would discard the excess it counted, far below MinIdle.
+    [Test]
+    public void IdleTimer_TrimHeldUpInADisposeWhileTheNextTickRuns_TrimsDownToMinIdleOnly()
+    {
+        const int Objects = 10;
+        const int MinIdle = 5;
+        var time = new ManualTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = Objects, MinIdle = MinIdle, IdleTimeout = TimeSpan.FromSeconds(1), TimeProvider = time });
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, Objects).Select(_ => pool.TakeSlot())];
+        using var disposing = new ManualResetEventSlim();
+        using var gate = new ManualResetEventSlim();
+        int disposals = 0;
+        foreach (PoolSlot<TrackedObject> slot in slots)
+        {
+            slot.Object.OnDispose = () =>
+            {
+                if (Interlocked.Increment(ref disposals) == 1)
+                {
+                    disposing.Set();
+                    gate.Wait(s_waitBound);
+                }
+            };
+            pool.Release(slot);
+        }
+
+        time.Tick();
+        time.Advance(TimeSpan.FromSeconds(2));
+        var trimmer = new Thread(time.Tick);
+        trimmer.Start();
+        Assert.That(disposing.Wait(s_waitBound), Is.True, "the first tick began to trim");
+        time.Tick();
+        gate.Set();
+
+        Assert.That(trimmer.Join(s_waitBound), Is.True);
+        AssertCounts(pool, total: MinIdle, available: MinIdle);
+    }
 }

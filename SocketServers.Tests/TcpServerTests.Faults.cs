@@ -130,18 +130,7 @@ public sealed partial class TcpServerTests
         await waiting.SendAsync("next\n", cancellationToken);
 
         // Paced well above the minimum rate, so that the reply outlasts several sweeps.
-        long received = 0;
-        byte[] buffer = new byte[ScriptedHandler.StreamChunkSize];
-        while (await reading.Socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken) is var count and > 0)
-        {
-            received += count;
-            if (buffer[count - 1] == (byte)'\n')
-            {
-                break;
-            }
-
-            await Task.Delay(5, cancellationToken);
-        }
+        long received = await ReadPacedToNewlineAsync(reading.Socket, TimeSpan.FromMilliseconds(5), cancellationToken);
 
         reading.Socket.Shutdown(SocketShutdown.Send);
         Assert.That(received, Is.EqualTo(((long)Chunks * ScriptedHandler.StreamChunkSize) + 1), "the whole reply arrived");
@@ -165,6 +154,76 @@ public sealed partial class TcpServerTests
         handler.Gate.SetResult();
 
         Assert.That(await busy.ReadLineAsync(cancellationToken), Is.EqualTo("done"));
+    }
+
+    // One write of a long reply went out as one send, counted only once the kernel took all of it: a client reading it
+    // steadily, far above the minimum rate, looked as if it moved nothing, and was evicted mid-reply.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task MinDataRate_ClientReadingOneLongWriteWhileAnotherWaits_NotEvictedMidReply(CancellationToken cancellationToken)
+    {
+        const int ReplyBytes = 8 * 1024 * 1024;
+        var handler = new ScriptedHandler();
+        handler.Gate.SetResult();
+        await using var server = await StartAsync(
+            handler,
+            options =>
+            {
+                options.MaxConnections = 1;
+                options.SlowConnectionWindow = TimeSpan.FromSeconds(1);
+            },
+            cancellationToken);
+        using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 64 * 1024);
+        await reading.SendAsync($"wait then write {ReplyBytes}\n", cancellationToken);
+        using LineClient waiting = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await waiting.SendAsync("next\n", cancellationToken);
+
+        long received = await ReadPacedToNewlineAsync(reading.Socket, TimeSpan.FromMilliseconds(10), cancellationToken);
+        reading.Socket.Shutdown(SocketShutdown.Send);
+
+        Assert.That(received, Is.EqualTo(ReplyBytes + 1), "the whole reply arrived");
+        Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
+    }
+
+    // The idle clock kept the request's time through the handler's work, so the reply's first send, once it waited for
+    // the client, found the connection idle past the timeout and closed it mid-reply.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task IdleTimeout_HandlerWorksPastTheTimeoutThenItsReplyWaitsForTheClient_ReplyArrivesWhole(CancellationToken cancellationToken)
+    {
+        const int ReplyBytes = 8 * 1024 * 1024;
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, options => options.IdleTimeout = TimeSpan.FromSeconds(1), cancellationToken);
+        using LineClient busy = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 64 * 1024);
+        await busy.SendAsync($"wait then write {ReplyBytes}\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+        using LineClient witness = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        Assert.That(await witness.ReadToEndAsync(cancellationToken), Is.Empty, "the silent witness was closed idle");
+
+        // Paced so that the kernel's buffers fill and each send waits for the client, but never near the timeout.
+        handler.Gate.SetResult();
+        long received = await ReadPacedToNewlineAsync(busy.Socket, TimeSpan.FromMilliseconds(5), cancellationToken);
+
+        Assert.That(received, Is.EqualTo(ReplyBytes + 1), "the whole reply arrived");
+    }
+
+    /// <summary>Reads until a newline ends a read, pausing between reads; the bytes read, short if the stream ended.</summary>
+    private static async Task<long> ReadPacedToNewlineAsync(Socket socket, TimeSpan pause, CancellationToken cancellationToken)
+    {
+        long received = 0;
+        byte[] buffer = new byte[ScriptedHandler.StreamChunkSize];
+        while (await socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken) is var count and > 0)
+        {
+            received += count;
+            if (buffer[count - 1] == (byte)'\n')
+            {
+                break;
+            }
+
+            await Task.Delay(pause, cancellationToken);
+        }
+
+        return received;
     }
 
     /// <summary>A send that does not wait; the error the kernel gave, which is a reset's once the peer has closed.</summary>

@@ -406,6 +406,13 @@ public sealed partial class TcpServerTests
 
                         await connection.WriteAsync("\n"u8.ToArray());
                         break;
+                    case ["wait", "then", "write", var bytes]:
+                        // One write of it all, after work that outlasts any timeout the test sets.
+                        Waiting.TrySetResult();
+                        await Gate.Task;
+                        await connection.WriteAsync(Pattern(int.Parse(bytes, System.Globalization.CultureInfo.InvariantCulture)));
+                        await connection.WriteAsync("\n"u8.ToArray());
+                        break;
                     case ["wait"]:
                         Waiting.TrySetResult();
                         await Gate.Task;

@@ -7,7 +7,9 @@ namespace PoolLib.Tests.Fakes;
 internal sealed class ManualTimeProvider : TimeProvider
 {
     private readonly List<(TimerCallback Callback, object? State)> _timers = [];
-    private long _now;
+
+    // Not 0, which the pool's idle stamps take for "not seen yet".
+    private long _now = TimeSpan.TicksPerHour;
 
     public override long TimestampFrequency => TimeSpan.TicksPerSecond;
 

@@ -114,6 +114,7 @@ internal sealed class IdleAndSlowConnectionSweep
         {
             if (connection.IsHandlerAtWork)
             {
+                connection.RestartRateWindow(now);
                 continue;
             }
 

@@ -47,9 +47,13 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     // Written by the loop, read by the sweep: 1 while a handler's call runs, and while a send is under way. A handler
     // at work on a reply (awaiting a backend) makes its connection busy, neither idle nor slow; one whose send waits
-    // for a client that does not read does not.
+    // for a client that does not read does not. Leaving that work (the call's end, a send's start) counts as activity.
     private int _inHandlerCall;
     private int _sending;
+
+    // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
+    // rate as it goes, not only once all of it is sent.
+    private const int MaxSendChunk = 64 * 1024;
 
     // The clock when accepted, for the connection-duration histogram.
     private readonly long _openedAt;
@@ -192,6 +196,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             CancelConnectionClosed();
         }
     }
+
+    /// <summary>Sweep only: restarts the data-rate window while the handler is at work, so that the connection is judged
+    /// afresh, by what it moves from the end of that work on.</summary>
+    public void RestartRateWindow(long now) => _rateWindow.Restart(now, Volatile.Read(ref _bytesMoved));
 
     /// <summary>Gets whether a handler's call is at work for the connection (not waiting on a send): the server owes the
     /// client a reply, so the connection is neither idle nor slow.</summary>
@@ -372,11 +380,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private async ValueTask<SocketError> SendAllAsync(byte[] buffer, int offset, int count)
     {
         Volatile.Write(ref _sending, 1);
+        Volatile.Write(ref _lastActivity, Now());
         try
         {
             for (int sent = 0; sent < count; sent += _args.BytesTransferred)
             {
-                _args.SetBuffer(buffer, offset + sent, count - sent);
+                _args.SetBuffer(buffer, offset + sent, Math.Min(count - sent, MaxSendChunk));
                 await _args.SendAsync(_socket).ConfigureAwait(false);
                 if (_args.SocketError != SocketError.Success)
                 {
@@ -418,9 +427,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         SocketError error = SocketError.Success;
         try
         {
-            Volatile.Write(ref _inHandlerCall, 1);
+            BeginHandlerCall();
             await _handler.OnConnectedAsync(this).ConfigureAwait(false);
-            Volatile.Write(ref _inHandlerCall, 0);
+            EndHandlerCall();
             error = await FlushAndReleaseAsync().ConfigureAwait(false);
             if (error == SocketError.Success)
             {
@@ -560,9 +569,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     {
         if (stopping)
         {
-            Volatile.Write(ref _inHandlerCall, 1);
+            BeginHandlerCall();
             await _handler.OnInputEndedAsync(this, _receive!.Object.AsMemory(0, _pending)).ConfigureAwait(false);
-            Volatile.Write(ref _inHandlerCall, 0);
+            EndHandlerCall();
         }
 
         // Sent before the receive buffer goes back: the replies may lie in it.
@@ -613,9 +622,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 // The client's end of stream: the handler has its last word about a message it left unfinished.
                 if (_pending > 0)
                 {
-                    Volatile.Write(ref _inHandlerCall, 1);
+                    BeginHandlerCall();
                     await _handler.OnInputEndedAsync(this, buffer.AsMemory(0, _pending)).ConfigureAwait(false);
-                    Volatile.Write(ref _inHandlerCall, 0);
+                    EndHandlerCall();
                     _pending = 0;
                 }
 
@@ -625,9 +634,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             Volatile.Write(ref _lastActivity, Now());
             Volatile.Write(ref _bytesMoved, _bytesMoved + received);
             int available = _pending + received;
-            Volatile.Write(ref _inHandlerCall, 1);
+            BeginHandlerCall();
             int consumed = await _handler.OnReceivedAsync(this, buffer.AsMemory(0, available)).ConfigureAwait(false);
-            Volatile.Write(ref _inHandlerCall, 0);
+            EndHandlerCall();
             if ((uint)consumed > (uint)available)
             {
                 throw new InvalidOperationException($"{_handler.GetType().Name}.OnReceivedAsync returned {consumed}, not a count from 0 to the {available} bytes it was given.");
@@ -790,6 +799,14 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 }
             }
         }
+    }
+
+    private void BeginHandlerCall() => Volatile.Write(ref _inHandlerCall, 1);
+
+    private void EndHandlerCall()
+    {
+        Volatile.Write(ref _inHandlerCall, 0);
+        Volatile.Write(ref _lastActivity, Now());
     }
 
     /// <summary>Cancels <see cref="ConnectionClosed"/> if a handler has asked for it; its callbacks run on the thread pool,
