@@ -26,6 +26,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private const int Evicted = 4;
     private const int HandlerClose = 5;
 
+    // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
+    // rate as it goes, not only once all of it is sent.
+    private const int MaxSendChunk = 64 * 1024;
+
     // _phase: handling what it reads (the loop sees a close request before its next read); waiting for data with nothing
     // owed (the requester may end the stream itself); the stream ended, input discarded.
     private const int Handling = 0;
@@ -42,7 +46,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // The owner's clock (milliseconds, monotonic); null for Environment.TickCount64, read directly.
     private readonly Func<long>? _clock;
 
-    // The clock at the last completed receive or send; read by the idle sweep.
+    // The clock at the last completed receive or send, the end of a handler's call or the start of a send; read by the
+    // idle sweep.
     private long _lastActivity;
 
     // Written by the loop, read by the sweep: 1 while a handler's call runs, and while a send is under way. A handler
@@ -51,10 +56,6 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private int _inHandlerCall;
     private int _sending;
 
-    // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
-    // rate as it goes, not only once all of it is sent.
-    private const int MaxSendChunk = 64 * 1024;
-
     // The clock when accepted, for the connection-duration histogram.
     private readonly long _openedAt;
 
@@ -62,7 +63,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // the sweep. A connection streaming a reply is not slow, whatever it receives.
     private long _bytesMoved;
 
-    // The sweep's alone: the receive rate over the current and the last window. A mutable struct updated in
+    // The sweep's alone: the data rate over the current and the last window. A mutable struct updated in
     // place, so never readonly: a readonly field would hand the sweep a copy and the window would never move.
     private DataRateWindow _rateWindow;
 
