@@ -201,18 +201,55 @@ public sealed partial class PoolTests
         }
     }
 
+    private const int TrimHeldUpObjects = 10;
+    private const int TrimHeldUpMinIdle = 5;
+
     // A tick trims after it has stopped sweeping, so that a slow Dispose holds up no take-back; a later tick must then
     // leave the trim to it, or each would discard the excess it counted, far below MinIdle.
     [Test]
     public void IdleTimer_TrimHeldUpInADisposeWhileTheNextTickRuns_TrimsDownToMinIdleOnly()
     {
-        const int Objects = 10;
-        const int MinIdle = 5;
-        var time = new ManualTimeProvider();
-        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = Objects, MinIdle = MinIdle, IdleTimeout = TimeSpan.FromSeconds(1), TimeProvider = time });
-        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, Objects).Select(_ => pool.TakeSlot())];
-        using var disposing = new ManualResetEventSlim();
         using var gate = new ManualResetEventSlim();
+        (TrackedPool pool, ManualTimeProvider time, Thread trimmer) = StartTrimHeldUpInADispose(gate);
+        using (pool)
+        {
+            time.Tick();
+            gate.Set();
+
+            Assert.That(trimmer.Join(s_waitBound), Is.True);
+            AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+        }
+    }
+
+    [Test]
+    public void Trim_WhileTheTimersTrimIsHeldUpInADispose_LeavesItTheWorkAndMinIdleHolds()
+    {
+        using var gate = new ManualResetEventSlim();
+        (TrackedPool pool, _, Thread trimmer) = StartTrimHeldUpInADispose(gate);
+        using (pool)
+        {
+            int trimmed = pool.Trim();
+            gate.Set();
+
+            Assert.That(trimmer.Join(s_waitBound), Is.True);
+            Assert.That(trimmed, Is.Zero);
+            AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+        }
+    }
+
+    /// <summary>
+    /// A pool of <see cref="TrimHeldUpObjects"/> objects idle past the idle timeout, whose timer trims on another thread
+    /// (the one returned) and is held up in the first Dispose until <paramref name="gate"/> is set.
+    /// </summary>
+    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate)
+    {
+        var time = new ManualTimeProvider();
+        var pool = new TrackedPool(new PoolOptions
+        {
+            MaxCapacity = TrimHeldUpObjects, MinIdle = TrimHeldUpMinIdle, IdleTimeout = TimeSpan.FromSeconds(1), TimeProvider = time,
+        });
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
+        using var disposing = new ManualResetEventSlim();
         int disposals = 0;
         foreach (PoolSlot<TrackedObject> slot in slots)
         {
@@ -231,11 +268,7 @@ public sealed partial class PoolTests
         time.Advance(TimeSpan.FromSeconds(2));
         var trimmer = new Thread(time.Tick);
         trimmer.Start();
-        Assert.That(disposing.Wait(s_waitBound), Is.True, "the first tick began to trim");
-        time.Tick();
-        gate.Set();
-
-        Assert.That(trimmer.Join(s_waitBound), Is.True);
-        AssertCounts(pool, total: MinIdle, available: MinIdle);
+        Assert.That(disposing.Wait(s_waitBound), Is.True, "the timer began to trim");
+        return (pool, time, trimmer);
     }
 }

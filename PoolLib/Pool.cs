@@ -44,6 +44,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private readonly bool _resetsObjects;
     private readonly bool _releasesSlowly;
 
+    // 1 while a trim down to MinIdle runs (Trim, or the timer's after its sweep): a trim counts the objects beyond
+    // MinIdle as it begins, so two at once, one held up in a slow Dispose, would each discard that many.
+    private int _trimming;
+
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
     /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
@@ -377,14 +381,15 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
     /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
-    /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first.
+    /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first. A trim already
+    /// under way (another thread's, or the idle timer's) is left to finish the work, and this returns 0.
     /// Every object to dispose is disposed even if some throw; then the one exception is rethrown as
     /// it is, or several in an <see cref="AggregateException"/>.
     /// </remarks>
     public int Trim()
     {
         ThrowIfDisposed();
-        return DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince: null, throwFailures: true);
+        return TrimToMinIdle(idleSince: null, throwFailures: true);
     }
 
     /// <summary>
@@ -469,7 +474,26 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         if (idleSince is not null)
         {
-            DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures: false);
+            TrimToMinIdle(idleSince, throwFailures: false);
+        }
+    }
+
+    /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
+    /// if given), unless another trim is under way, which is left to do it.</summary>
+    private int TrimToMinIdle(long? idleSince, bool throwFailures)
+    {
+        if (Interlocked.Exchange(ref _trimming, 1) != 0)
+        {
+            return 0;
+        }
+
+        try
+        {
+            return DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures);
+        }
+        finally
+        {
+            Volatile.Write(ref _trimming, 0);
         }
     }
 

@@ -28,10 +28,6 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
     // 1 while a sweep runs, so that a slow sweep and the next tick never overlap.
     private int _sweeping;
 
-    // 1 while a sweep trims, after it stopped sweeping: a trim counts the objects beyond MinIdle as it begins, so two at
-    // once (one held up in a slow Dispose) would each discard that many. A sweep that finds one trimming leaves it.
-    private int _trimming;
-
     // Rentals reported as leaks and not yet seen back; touched by sweeps only.
     private readonly List<ReportedLeak> _reported = [];
 
@@ -155,17 +151,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             }
         }
 
-        if ((idleRetired || idleTooLong) && Interlocked.Exchange(ref _trimming, 1) == 0)
-        {
-            try
-            {
-                pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
-            }
-            finally
-            {
-                Volatile.Write(ref _trimming, 0);
-            }
-        }
+        pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
 
         _leakEvents.RunPending();
     }
