@@ -88,7 +88,7 @@ public sealed partial class ProgramTests
         using Process host = StartHost(["tcp", "--port", "0"], ulimit: "-S -n 200");
         try
         {
-            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
             string limits = await File.ReadAllTextAsync($"/proc/{host.Id}/limits", cancellationToken);
             Match openFiles = Regex.Match(limits, @"Max open files\s+(\d+)\s+(\d+)");
 

@@ -16,8 +16,8 @@ public sealed partial class ProgramTests
         using Process host = StartHost(["both", "--port", "0"]);
         try
         {
-            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
-            IPEndPoint udp = await ReadListeningEndPointAsync(host, "udp", cancellationToken);
+            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
+            IPEndPoint udp = await ReadListeningEndPointAsync(host, "udp echo", cancellationToken);
             await SocketTestExtensions.AssertEchoesAsync(tcp, 5000, cancellationToken);
             using (var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp))
             {
@@ -50,7 +50,7 @@ public sealed partial class ProgramTests
         using Process host = StartHost(["tcp", "--port", "0"]);
         try
         {
-            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
             await SocketTestExtensions.AssertEchoesAsync(tcp, 100, cancellationToken);
 
             await SendSignalAsync(host, "USR1", cancellationToken);
@@ -85,7 +85,7 @@ public sealed partial class ProgramTests
         using Process host = StartHost(["tcp", "--port", "0"]);
         try
         {
-            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
 
             long first = await ReadFullCollectionsOnSignalAsync(host, signal, cancellationToken);
             long second = await ReadFullCollectionsOnSignalAsync(host, signal, cancellationToken);
@@ -108,7 +108,7 @@ public sealed partial class ProgramTests
         using Process host = StartHost(["tcp", "--port", "0"], new() { ["DOTNET_GCgen0size"] = "0xA000000" });
         try
         {
-            await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+            await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
 
             await SendSignalAsync(host, "USR1", cancellationToken);
             string? settings = null;
@@ -143,8 +143,8 @@ public sealed partial class ProgramTests
             var tcp = new IPEndPoint(IPAddress.Loopback, port);
             foreach (Process host in new[] { first, second })
             {
-                Assert.That(await ReadListeningEndPointAsync(host, "tcp", cancellationToken), Is.EqualTo(tcp));
-                Assert.That(await ReadListeningEndPointAsync(host, "udp", cancellationToken), Is.EqualTo(tcp));
+                Assert.That(await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken), Is.EqualTo(tcp));
+                Assert.That(await ReadListeningEndPointAsync(host, "udp echo", cancellationToken), Is.EqualTo(tcp));
             }
 
             for (int i = 0; i < 200; i++)

@@ -67,7 +67,7 @@ public sealed partial class ProgramTests
     /// <summary>Connects to the host's TCP server and gets one echo; the client then neither sends nor closes.</summary>
     private static async Task<Socket> HoldAConnectionAsync(Process host, CancellationToken cancellationToken)
     {
-        IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp", cancellationToken);
+        IPEndPoint tcp = await ReadListeningEndPointAsync(host, "tcp echo", cancellationToken);
         Socket client = await SocketTestExtensions.ConnectTcpAsync(tcp, cancellationToken);
         try
         {

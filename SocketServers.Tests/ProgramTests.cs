@@ -22,6 +22,39 @@ public sealed partial class ProgramTests
         Assert.That(stderr, Is.Empty);
     }
 
+    // The RESP sample with the TCP server's limits: the client over --max-connections is closed at once.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_Resp_ServesRedisCommandsWithTheTcpLimits(CancellationToken cancellationToken)
+    {
+        using Process host = StartHost(["resp", "--port", "0", "--max-connections", "1", "--when-full", "reject"]);
+        try
+        {
+            IPEndPoint resp = await ReadListeningEndPointAsync(host, "resp", cancellationToken);
+            string[] replies;
+            string overCap;
+            using (LineClient client = await LineClient.ConnectAsync(resp, cancellationToken))
+            {
+                await client.SendAsync("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n7\r\n*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n", cancellationToken);
+                replies = [(await client.ReadLineAsync(cancellationToken))!, (await client.ReadLineAsync(cancellationToken))!];
+                using LineClient over = await LineClient.ConnectAsync(resp, cancellationToken);
+                overCap = await over.ReadToEndAsync(cancellationToken);
+            }
+
+            await SendSigTermAsync(host, cancellationToken);
+            await host.WaitForExitAsync(cancellationToken);
+
+            Assert.That(replies, Is.EqualTo(new[] { "+OK\r", ":8\r" }));
+            Assert.That(overCap, Is.Empty, "closed at once: over --max-connections with --when-full reject");
+            Assert.That(host.ExitCode, Is.Zero);
+            Assert.That(await host.StandardOutput.ReadToEndAsync(cancellationToken), Does.Contain("resp: 1 connections (peak 1)").And.Contain("1 rejected"));
+        }
+        finally
+        {
+            KillIfRunning(host);
+        }
+    }
+
     [Test]
     [CancelAfter(30_000)]
     public Task Main_SettingsFileAndEnvironment_ChooseTheServersAndTheirOptions(CancellationToken cancellationToken) =>
@@ -260,10 +293,13 @@ public sealed partial class ProgramTests
         }
     }
 
-    /// <summary>Reads stdout up to the host's "&lt;protocol&gt; echo listening on &lt;endpoint&gt;" line.</summary>
-    private static async Task<IPEndPoint> ReadListeningEndPointAsync(Process host, string protocol, CancellationToken cancellationToken)
+    /// <summary>Reads stdout up to the host's "&lt;server&gt; listening on &lt;endpoint&gt;" line.</summary>
+    /// <param name="host">The host's process.</param>
+    /// <param name="server">How the host names the server: "tcp echo", "udp echo" or "resp".</param>
+    /// <param name="cancellationToken">Ends the wait.</param>
+    private static async Task<IPEndPoint> ReadListeningEndPointAsync(Process host, string server, CancellationToken cancellationToken)
     {
-        string prefix = $"{protocol} echo listening on ";
+        string prefix = $"{server} listening on ";
         while (await host.StandardOutput.ReadLineAsync(cancellationToken) is { } line)
         {
             if (line.StartsWith(prefix, StringComparison.Ordinal))

@@ -40,6 +40,23 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(await ReadAsync(client, reply.Length, cancellationToken), Is.EqualTo(reply));
     }
 
+    // Redis answers a command it does not know with an error and goes on; so must the sample.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task UnknownCommand_ErrorThenTheConnectionServesTheNextRequest(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync(Command("HGETALL", "h"), cancellationToken);
+        string error = await client.ReadLineAsync(cancellationToken) ?? "(closed)";
+
+        await client.SendAsync(Command("PING"), cancellationToken);
+
+        Assert.That(error, Is.EqualTo("-ERR unknown command 'HGETALL'\r"));
+        Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("+PONG\r"));
+        Assert.That(server.Counters.CurrentConnections, Is.EqualTo(1));
+    }
+
     [Test]
     [CancelAfter(10_000)]
     public async Task SetGetIncrDelExists_OneConnection_RepliesInOrder(CancellationToken cancellationToken)

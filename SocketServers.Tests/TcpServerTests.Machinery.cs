@@ -78,6 +78,53 @@ public sealed partial class TcpServerTests
     }
 
     [Test]
+    [CancelAfter(20_000)]
+    public async Task MinDataRate_SilentClientHoldsTheOnlySlot_EvictedForAWaitingClient(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(
+            new UppercaseHandler(),
+            options => (options.MaxConnections, options.SlowConnectionWindow) = (1, TimeSpan.FromSeconds(1)),
+            cancellationToken);
+        using LineClient silent = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await silent.SendAsync("a\n", cancellationToken);
+        await silent.ReadLineAsync(cancellationToken);
+        using LineClient waiting = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await waiting.SendAsync("b\n", cancellationToken);
+
+        Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("1: B"), "served once the silent client was evicted");
+        Assert.That(await silent.ReadToEndAsync(cancellationToken), Is.Empty);
+        Assert.That(server.Counters.Evicted, Is.EqualTo(1));
+    }
+
+    // A logging provider that throws while the accept loop rejects a client is an exception the loop does not expect.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task AcceptLoop_FailsUnexpectedly_StartsAgainAndServes(CancellationToken cancellationToken)
+    {
+        var logger = new ThrowOnceLogger("TCP client");
+        await using var server = await StartAsync(new UppercaseHandler(), options => (options.MaxConnections, options.RejectWhenFull) = (1, true), cancellationToken, logger);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using (LineClient held = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await held.SendAsync("a\n", cancellationToken);
+            await held.ReadLineAsync(cancellationToken);
+            using LineClient over = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+            Assert.That(await over.ReadToEndAsync(cancellationToken), Is.Empty, "the client over the cap is closed");
+        }
+
+        // Accepted once the loop has started again; till then it waits in the backlog.
+        using LineClient next = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await next.SendAsync("b\n", cancellationToken);
+
+        Assert.That(await next.ReadLineAsync(cancellationToken), Is.EqualTo("1: B"), "a new client is served");
+        var errors = meter.Recorded("socketservers.errors");
+        Assert.That(errors.Select(error => (error.Tags["socketservers.operation"], error.Tags["error.type"])), Is.EqualTo(new[] { ((object?)"accept", (object?)typeof(InvalidOperationException).FullName) }));
+        Assert.That(logger.Records.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error).Select(record => record.Message), Has.Exactly(1).StartsWith($"TCP accept loop on {server.LocalEndPoint} failed; it starts again in 100 ms"));
+    }
+
+    [Test]
     [CancelAfter(10_000)]
     public async Task Metrics_Connections_ReportedForAnyProtocol(CancellationToken cancellationToken)
     {

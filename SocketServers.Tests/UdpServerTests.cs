@@ -1,7 +1,12 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Text;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
+using Microsoft.Extensions.Options;
 using PoolLib.Tests;
 
 namespace SocketServers.Tests;
@@ -107,6 +112,123 @@ public sealed class UdpServerTests(UdpProcessing processing)
         Assert.That(handler.Calls, Is.EqualTo(1), "only the unprivileged client's datagram");
     }
 
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Handler_RemoteEndPoint_IsTheSenders(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        await client.SendToAsync("?"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        byte[] reply = await client.ReceiveDatagramAsync(cancellationToken);
+
+        Assert.That(Encoding.ASCII.GetString(reply), Is.EqualTo(client.LocalEndPoint!.ToString()));
+    }
+
+    // The same loop guard as the echo server's: a datagram that says it comes from the server's own port would have
+    // it answer itself for ever.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task LoopGuard_ForgedSenderOnTheServersOwnPort_NeverReachesTheHandler(CancellationToken cancellationToken)
+    {
+        using ForgedDatagramSender forger = ForgedDatagramSender.OpenOrInconclusive();
+        var handler = new CountingHandler();
+        await using var server = await StartAsync(handler, cancellationToken);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        forger.Send(source: server.LocalEndPoint!, destination: server.LocalEndPoint!, [1, 2]);
+        await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+        await client.SendToAsync(new byte[] { 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.ReceiveDatagramAsync(cancellationToken);
+
+        Assert.That(handler.Calls, Is.EqualTo(1), "only the client's datagram");
+    }
+
+    // A logging provider that throws on the line about an oversized datagram fails the receive loop itself.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task ReceiveLoop_FailsUnexpectedly_StartsAgainAndTheHandlerServes(CancellationToken cancellationToken)
+    {
+        var logger = new ThrowOnceLogger("UDP datagram from");
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        await client.SendToAsync(new byte[new UdpServerOptions().MaxDatagramSize + 1], SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.LoopRestarts == 1, cancellationToken);
+        await client.SendToAsync(new byte[] { 1, 2 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo(new byte[] { 2, 1, 2 }));
+        Assert.That(meter.Recorded("socketservers.errors").Select(error => error.Tags["socketservers.operation"]), Is.EqualTo(new[] { "receive" }));
+        Assert.That(
+            logger.Records.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error).Select(record => record.Message),
+            Has.Exactly(1).StartsWith($"UDP receive loop on {server.LocalEndPoint} failed; it starts again in 100 ms"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Metrics_Datagrams_ReportedForAnyProtocol(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        await client.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await client.ReceiveDatagramAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.MessagesHandled == 1, cancellationToken); // counted after the send
+        Dictionary<string, double> observed = meter.Observe();
+
+        Assert.That(observed["socketservers.messages"], Is.EqualTo(1));
+        Assert.That(observed["socketservers.sent_bytes"], Is.EqualTo(4));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task ReusePort_TwoServersOnOnePort_BothBoundAndTheClientAnswered(CancellationToken cancellationToken)
+    {
+        Assume.That(OperatingSystem.IsLinux(), "reuse-port is for Linux");
+        await using var first = await StartAsync(new CountingHandler(), cancellationToken, configure: options => options.ReusePort = true);
+        await using var second = await StartAsync(new CountingHandler(), cancellationToken, configure: options => (options.ReusePort, options.Port) = (true, first.LocalEndPoint!.Port));
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+
+        await client.SendToAsync(new byte[] { 1 }, SocketFlags.None, first.LocalEndPoint!, cancellationToken);
+
+        Assert.That(second.LocalEndPoint, Is.EqualTo(first.LocalEndPoint));
+        Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo(new byte[] { 1, 1 }));
+    }
+
+    [Test]
+    public void AddUdpServer_UnknownSetting_ThrowsOptionsValidationNamingIt()
+    {
+        IConfiguration configuration = new ConfigurationBuilder().AddInMemoryCollection([KeyValuePair.Create<string, string?>("MaxDatagramSise", "1")]).Build();
+        using ServiceProvider services = new ServiceCollection().AddUdpServer<CountingHandler>(configuration).BuildServiceProvider();
+
+        var exception = Assert.Throws<OptionsValidationException>(() => services.GetRequiredService<UdpServer<CountingHandler>>());
+
+        Assert.That(exception!.Message, Does.Contain("'MaxDatagramSise'"));
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task AddUdpServer_GenericHost_StartsServesAndStops(CancellationToken cancellationToken)
+    {
+        HostApplicationBuilder builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
+        builder.Services.AddUdpServer<CountingHandler>(options => (options.Address, options.Port, options.Processing) = (IPAddress.Loopback, 0, processing));
+        using IHost host = builder.Build();
+        await host.StartAsync(cancellationToken);
+        var server = host.Services.GetRequiredService<UdpServer<CountingHandler>>();
+        using (Socket client = SocketTestExtensions.BoundUdpClient())
+        {
+            await client.SendToAsync(new byte[] { 1, 2 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+            Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo(new byte[] { 2, 1, 2 }));
+        }
+
+        await host.StopAsync(cancellationToken);
+
+        Assert.That(server.IsRunning, Is.False);
+        Assert.That(server.Handler, Is.SameAs(host.Services.GetRequiredService<CountingHandler>()));
+    }
+
     // A server of another protocol must not call itself an echo server: its lifecycle lines name its handler, and
     // the line for each reply says it replied, not that it echoed.
     [Test]
@@ -128,9 +250,10 @@ public sealed class UdpServerTests(UdpProcessing processing)
         Assert.That(lines, Has.None.Contains("echo"));
     }
 
-    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, ILogger? logger = null)
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, ILogger? logger = null, Action<UdpServerOptions>? configure = null)
     {
         var options = new UdpServerOptions { Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 2 };
+        configure?.Invoke(options);
         return await Started.StartAsync(new UdpServer(options, handler, logger), cancellationToken);
     }
 
@@ -172,7 +295,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     }
 
     /// <summary>Replies with the datagram reversed and its length after it; none to an empty one; throws on 0xff;
-    /// returns -2 on 0xfe.</summary>
+    /// returns -2 on 0xfe; the sender's endpoint as text to "?".</summary>
     private sealed class CountingHandler : UdpDatagramHandler
     {
         private int _calls;
@@ -195,6 +318,11 @@ public sealed class UdpServerTests(UdpProcessing processing)
             if (datagram.Data[0] == 0xfe)
             {
                 return -2;
+            }
+
+            if (datagram.Data.SequenceEqual("?"u8))
+            {
+                return Encoding.ASCII.GetBytes(datagram.RemoteEndPoint.ToString(), datagram.Buffer);
             }
 
             datagram.Buffer[..datagram.Length].Reverse();
