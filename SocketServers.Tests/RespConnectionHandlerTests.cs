@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Text;
 using PoolLib.Tests;
 using SocketServers.Resp;
 
@@ -55,6 +56,29 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(error, Is.EqualTo("-ERR unknown command 'HGETALL'\r"));
         Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("+PONG\r"));
         Assert.That(server.Counters.CurrentConnections, Is.EqualTo(1));
+    }
+
+    // An object per request (24 bytes at the very least) would be far above the bound. No request makes a key, which
+    // allocates its entry: the store's growth, not the protocol's.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Pipeline_SteadyStream_AllocatesNoObjectPerRequest(CancellationToken cancellationToken)
+    {
+        const double MaxBytesPerRequest = 8;
+        await using var server = await StartAsync(cancellationToken);
+        string[] requests = [Command("SET", "key", "value"), Command("GET", "key"), Command("INCR", "n"), Command("DEL", "missing"), Command("EXISTS", "key"), "PING\r\n", Command("ECHO", "hi")];
+        const string Replies = "+OK\r\n$5\r\nvalue\r\n:1\r\n:0\r\n:1\r\n+PONG\r\n$2\r\nhi\r\n";
+        using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await client.SendAsync(string.Concat(requests), cancellationToken);
+            Assert.That(await ReadAsync(client, Replies.Length, cancellationToken), Is.EqualTo(Replies));
+        }
+
+        double bytesPerRequest = await Task.Run(
+            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, Encoding.ASCII.GetBytes(string.Concat(requests)), requests.Length, Replies.Count(c => c == '\n'), MaxBytesPerRequest),
+            cancellationToken);
+
+        Assert.That(bytesPerRequest, Is.LessThan(MaxBytesPerRequest), $"the server allocated {bytesPerRequest:F2} B per request");
     }
 
     [Test]
@@ -285,7 +309,7 @@ public sealed partial class RespConnectionHandlerTests
         => $"*{arguments.Length}\r\n" + string.Concat(arguments.Select(argument => $"${argument.Length}\r\n{argument}\r\n"));
 
     private static async Task<string> ReadAsync(LineClient client, int length, CancellationToken cancellationToken)
-        => System.Text.Encoding.ASCII.GetString(await client.ReadExactlyAsync(length, cancellationToken));
+        => Encoding.ASCII.GetString(await client.ReadExactlyAsync(length, cancellationToken));
 
     private static async Task AssertStillServesAsync(TcpServer server, CancellationToken cancellationToken)
     {

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Text;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
@@ -122,6 +123,23 @@ public sealed partial class TcpServerTests
         var errors = meter.Recorded("socketservers.errors");
         Assert.That(errors.Select(error => (error.Tags["socketservers.operation"], error.Tags["error.type"])), Is.EqualTo(new[] { ((object?)"accept", (object?)typeof(InvalidOperationException).FullName) }));
         Assert.That(logger.Records.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Error).Select(record => record.Message), Has.Exactly(1).StartsWith($"TCP accept loop on {server.LocalEndPoint} failed; it starts again in 100 ms"));
+    }
+
+    // The README's handler: an object per line (24 bytes at the very least) would be far above the bound.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Handler_SteadyStream_AllocatesNoObjectPerMessage(CancellationToken cancellationToken)
+    {
+        const double MaxBytesPerLine = 8;
+        const int Lines = 8;
+        await using var server = await StartAsync(new UppercaseHandler(), cancellationToken: cancellationToken);
+        byte[] batch = Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat("steady\n", Lines)));
+
+        double bytesPerLine = await Task.Run(
+            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, batch, Lines, replyLinesPerBatch: Lines, MaxBytesPerLine),
+            cancellationToken);
+
+        Assert.That(bytesPerLine, Is.LessThan(MaxBytesPerLine), $"the server allocated {bytesPerLine:F2} B per line");
     }
 
     [Test]
