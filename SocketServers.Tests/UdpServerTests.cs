@@ -229,6 +229,31 @@ public sealed class UdpServerTests(UdpProcessing processing)
         Assert.That(server.Handler, Is.SameAs(host.Services.GetRequiredService<CountingHandler>()));
     }
 
+    // A handler call that ignores the stop must not hold it (nor the host's shutdown) for as long as it runs.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_HandlerCallIgnoresTheStop_CompletesWithoutItAndTheCallEndsLater(CancellationToken cancellationToken)
+    {
+        var handler = new BlockingHandler();
+        var logger = new FakeLogger();
+        await using var server = await StartAsync(handler, cancellationToken, logger);
+
+        // Should the stop wait for the call, the test's time-out ends the call, so that the test fails instead of hanging.
+        using CancellationTokenRegistration release = cancellationToken.Register(handler.Gate.Set);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+        await client.SendToAsync(new byte[] { 1 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await handler.Entered.Task.WaitAsync(cancellationToken);
+
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+        handler.Gate.Set();
+        await Poll.UntilAsync(() => server.Counters.PoolTotalCount == server.Counters.PoolAvailableCount, cancellationToken);
+
+        Assert.That(server.StopCutShort, Is.True);
+        Assert.That(
+            logger.Collector.GetSnapshot().Where(record => record.Level == LogLevel.Warning).Select(record => record.Message),
+            Has.Some.Contains("handler calls still running"));
+    }
+
     // A server of another protocol must not call itself an echo server: its lifecycle lines name its handler, and
     // the line for each reply says it replied, not that it echoed.
     [Test]
@@ -292,6 +317,21 @@ public sealed class UdpServerTests(UdpProcessing processing)
         client.Dispose();
         Assert.Inconclusive("every port from 512 to 1023 is in use");
         return client;
+    }
+
+    /// <summary>Blocks every call until <see cref="Gate"/> is set, then replies nothing.</summary>
+    private sealed class BlockingHandler : UdpDatagramHandler
+    {
+        public TaskCompletionSource Entered { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public ManualResetEventSlim Gate { get; } = new();
+
+        public override int OnDatagram(UdpDatagram datagram)
+        {
+            Entered.TrySetResult();
+            Gate.Wait();
+            return NoReply;
+        }
     }
 
     /// <summary>Replies with the datagram reversed and its length after it; none to an empty one; throws on 0xff;

@@ -269,7 +269,7 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
                 }
             }
 
-            await CloseAsync().ConfigureAwait(false);
+            await CloseAsync(handlerCallsLeft: !drained.IsCompleted).ConfigureAwait(false);
         }
         finally
         {
@@ -303,8 +303,9 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     /// <summary>Called when the grace period ends before <see cref="DrainAsync"/>: close what is left.</summary>
     private protected abstract void Abort();
 
-    /// <summary>Last stop step: close the sockets and wait until every args is back in the pool.</summary>
-    private protected abstract Task CloseAsync();
+    /// <summary>Last stop step: close the sockets and wait until every args is back in the pool, but for those of
+    /// handler calls still running when <paramref name="handlerCallsLeft"/>, which come back when the calls end.</summary>
+    private protected abstract Task CloseAsync(bool handlerCallsLeft);
 
     /// <summary>Creates this server's socket bound to <paramref name="endPoint"/>, listening when
     /// <paramref name="listenBacklog"/> is positive; a failure leaves nothing open, and a bind failure

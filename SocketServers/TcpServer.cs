@@ -210,7 +210,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <summary>Gets how many receive and send buffers connections hold right now; for tests that check idle connections hold none.</summary>
     internal int BuffersInUse => InUse(_buffers) + InUse(_sendBuffers);
 
-    private protected override Task CloseAsync()
+    private protected override Task CloseAsync(bool handlerCallsLeft)
     {
         Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();

@@ -170,11 +170,16 @@ public partial class UdpServer : SocketServer
         StopWaitingForDeferredReplies();
     }
 
-    private protected override async Task CloseAsync()
+    private protected override async Task CloseAsync(bool handlerCallsLeft)
     {
-        // Closing the sockets completes the pending receives and wakes blocked ones; each loop then returns its args.
+        // Closing the sockets completes the pending receives and wakes blocked ones; each loop then returns its args. A
+        // receive thread still in a handler's call ends when the call does.
         CloseSockets();
-        await _receiveLoops.ConfigureAwait(false);
+        if (!handlerCallsLeft)
+        {
+            await _receiveLoops.ConfigureAwait(false);
+        }
+
         DisposeReplyBlock();
         Logger.UdpStopped(Name, LocalEndPoint, Counters);
     }
