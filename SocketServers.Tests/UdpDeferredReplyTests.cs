@@ -155,9 +155,16 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         if (processing == UdpProcessing.ReplyBlock)
         {
             // The reply block declines what comes once the stop has begun: a datagram dropped says it is draining, and
-            // its receive loop then ends. A receive thread ends at once, so it never drops one.
-            await client.SendToAsync("late"u8.ToArray(), SocketFlags.None, server.LocalEndPoint!, cancellationToken);
-            await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
+            // its receive loop then ends. A receive thread ends at once, so it never drops one. The stop begins on
+            // another thread: until it has, a late datagram is answered, to a client of its own.
+            using Socket late = SocketTestExtensions.BoundUdpClient();
+            await Poll.UntilAsync(
+                () =>
+                {
+                    late.SendTo("late"u8, SocketFlags.None, server.LocalEndPoint!);
+                    return server.Counters.Drops == 1;
+                },
+                cancellationToken);
         }
 
         // Only the deferred reply holds an args once the receives have ended.
@@ -186,6 +193,24 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         Assert.That(server.StopCutShort, Is.True);
         Assert.That(server.Counters.Drops, Is.EqualTo(1), "the late reply found the socket closed");
         Assert.That(server.Counters.PoolAvailableCount, Is.EqualTo(server.Counters.PoolTotalCount), "its args is back");
+    }
+
+    // Still waiting when the server stopped: a drop, as the counters' docs say, even if the handle then sends nothing.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task StopAsync_DeferredReplyDisposedAfterTheGracePeriod_CountedAsDroppedWhileStopping(CancellationToken cancellationToken)
+    {
+        var handler = new DeferringHandler();
+        await using var server = await StartAsync(handler, cancellationToken, stopGracePeriod: TimeSpan.FromMilliseconds(200));
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+        UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
+
+        await server.StopAsync().WaitAsync(cancellationToken);
+        reply.Dispose();
+
+        Assert.That((server.Counters.MessagesHandled, server.Counters.Drops), Is.EqualTo((0L, 1L)));
+        Assert.That(meter.Recorded("socketservers.dropped_datagrams").Select(drop => drop.Tags["reason"]), Is.EqualTo(new[] { "stopping" }));
     }
 
     [Test]

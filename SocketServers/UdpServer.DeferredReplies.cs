@@ -11,6 +11,9 @@ public partial class UdpServer : IUdpReplyOwner
     // _deferredEnded: each side writes, fences, then reads the other's value, so one of them completes it.
     private int _deferredReplies;
     private int _drainingDeferred;
+
+    // Set when the stop's grace period ends with replies still deferred: those end on a closed socket, as drops.
+    private volatile bool _deferredLetGo;
     private readonly TaskCompletionSource _deferredEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     void IUdpReplyOwner.OnReplyDeferred() => Interlocked.Increment(ref _deferredReplies);
@@ -21,6 +24,13 @@ public partial class UdpServer : IUdpReplyOwner
     {
         try
         {
+            if (_deferredLetGo)
+            {
+                // Still waiting when the server stopped, however the handle ends: not answered.
+                CountDatagramDropped(DroppedStopping);
+                return;
+            }
+
             CountReply(args, length, failure);
         }
         catch (Exception ex)
@@ -54,5 +64,9 @@ public partial class UdpServer : IUdpReplyOwner
     }
 
     /// <summary>Ends the drain's wait for deferred replies, at the end of the grace period.</summary>
-    private void StopWaitingForDeferredReplies() => _deferredEnded.TrySetResult();
+    private void StopWaitingForDeferredReplies()
+    {
+        _deferredLetGo = true;
+        _deferredEnded.TrySetResult();
+    }
 }

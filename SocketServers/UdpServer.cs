@@ -166,7 +166,7 @@ public partial class UdpServer : SocketServer
         Logger.UdpGracePeriodOver(Name, LocalEndPoint);
         CloseSockets();
 
-        // A deferred reply that ends later finds the sockets closed: counted as dropped, its args returned then.
+        // A deferred reply that ends later, sent or not, is counted as dropped, its args returned then.
         StopWaitingForDeferredReplies();
     }
 

@@ -113,9 +113,10 @@ public class UdpServerOptions : SocketServerOptions
     /// </remarks>
     public bool AllowPrivilegedSourcePorts { get; set; }
 
-    /// <summary>The most datagrams answered to one sender (address and port) a second, counted in one-second
-    /// windows; 0, the default, answers every datagram. A datagram over the limit is dropped (counted in
-    /// <see cref="SocketServerCounters.Drops"/>, and logged as a warning a few times a second at most).</summary>
+    /// <summary>The most datagrams from one sender (address and port) handed to the handler a second, counted in
+    /// one-second windows, whether the handler then replies or not; 0, the default, hands over every datagram. A
+    /// datagram over the limit is dropped before the handler sees it (counted in <see cref="SocketServerCounters.Drops"/>,
+    /// and logged as a warning a few times a second at most), so a sender gets at most this many replies a second.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     /// <remarks>
     /// <para>
