@@ -11,10 +11,10 @@ public partial class UdpServer : IUdpReplyOwner
     // _deferredEnded: each side writes, fences, then reads the other's value, so one of them completes it.
     private int _deferredReplies;
     private int _drainingDeferred;
+    private readonly TaskCompletionSource _deferredEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Set when the stop's grace period ends with replies still deferred: those end on a closed socket, as drops.
     private volatile bool _deferredLetGo;
-    private readonly TaskCompletionSource _deferredEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     void IUdpReplyOwner.OnReplyDeferred() => Interlocked.Increment(ref _deferredReplies);
 
