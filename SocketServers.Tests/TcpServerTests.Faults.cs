@@ -89,6 +89,26 @@ public sealed partial class TcpServerTests
         await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
     }
 
+    // A handler that passes ConnectionClosed to its work sees that work cancelled: the cut-off, not its failure.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task ConnectionClosed_HandlersWorkCancelledByTheCutOff_NotCountedAsItsFailure(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        var logger = new RecordingLogger();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken, logger: logger);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("await closed then throw\n", cancellationToken);
+        await handler.Waiting.Task.WaitAsync(cancellationToken);
+
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        Assert.That(meter.Recorded("socketservers.errors"), Is.Empty);
+        Assert.That(logger.Lines.Where(line => line.Level >= LogLevel.Warning).Select(line => line.Message), Has.None.Contains("failed"));
+    }
+
     // A handler call that ignores the cut-off must not hold the stop (nor the host's shutdown) for as long as it runs.
     [Test]
     [CancelAfter(20_000)]

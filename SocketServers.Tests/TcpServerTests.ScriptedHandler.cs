@@ -88,6 +88,11 @@ public sealed partial class TcpServerTests
                         await Gate.Task;
                         await connection.WriteAsync("done\n"u8.ToArray());
                         break;
+                    case ["await", "closed", "then", "throw"]:
+                        // As a handler passing the token to its own work would see it end.
+                        Waiting.TrySetResult();
+                        await Task.Delay(Timeout.Infinite, connection.ConnectionClosed);
+                        break;
                     case ["await", "closed"]:
                         Waiting.TrySetResult();
                         await Task.Delay(Timeout.Infinite, connection.ConnectionClosed).ContinueWith(

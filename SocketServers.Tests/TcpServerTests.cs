@@ -187,6 +187,7 @@ public sealed partial class TcpServerTests
     {
         var handler = new ScriptedHandler();
         await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
         using LineClient failing = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
         await failing.SendAsync("throw\n", cancellationToken);
@@ -197,6 +198,9 @@ public sealed partial class TcpServerTests
         Assert.That(rest, Is.Empty);
         Assert.That(await next.ReadLineAsync(cancellationToken), Is.EqualTo("STILL"));
         await handler.Closed.Task.WaitAsync(cancellationToken);
+        Assert.That(
+            meter.Recorded("socketservers.errors").Select(error => (error.Tags["socketservers.operation"], error.Tags["error.type"])),
+            Is.EqualTo(new[] { ((object?)"handler", (object?)typeof(InvalidOperationException).FullName) }));
     }
 
     [Test]

@@ -121,6 +121,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
 
         Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold"u8.ToArray()), "the buffer stayed the handle's");
         Assert.That(server.Counters.Drops, Is.Zero);
+        Assert.That(errors.GetMeasurementSnapshot().Select(error => error.Tags["socketservers.operation"]), Is.EqualTo(new[] { "handler" }));
     }
 
     [Test]

@@ -84,6 +84,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Handler_Throws_DatagramDroppedAndServerGoesOn(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
+        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 0xff }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
@@ -93,6 +94,9 @@ public sealed class UdpServerTests(UdpProcessing processing)
         await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
 
         Assert.That(reply.AsSpan(0, received).ToArray(), Is.EqualTo(new byte[] { 9, 1 }));
+        Assert.That(
+            meter.Recorded("socketservers.errors").Select(error => (error.Tags["socketservers.operation"], error.Tags["error.type"])),
+            Is.EqualTo(new[] { ((object?)"handler", (object?)typeof(InvalidOperationException).FullName) }));
     }
 
     [Test]

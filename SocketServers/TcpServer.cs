@@ -232,6 +232,8 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     LogRateLimiter ITcpConnectionOwner.ConnectionWarnings => _connectionWarnings;
 
+    void ITcpConnectionOwner.OnHandlerFailed(Exception exception) => SocketServerMetrics.Error(this, "handler", SocketServerMetrics.ErrorType(exception));
+
     void ITcpConnectionOwner.OnConnectionClosed(SocketConnection connection, TimeSpan duration)
     {
         SocketServerMetrics.ConnectionClosed(this, duration);

@@ -272,11 +272,12 @@ public partial class UdpServer : SocketServer
             {
                 // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
                 // ends the reply; the exception is reported, the datagram counted when the reply ends.
-                OnReplyFaulted(ex);
+                OnReplyFaulted(ex, "handler");
                 failure = null;
                 return false;
             }
 
+            SocketServerMetrics.Error(this, "handler", SocketServerMetrics.ErrorType(ex));
             failure = ex;
             return true;
         }
@@ -402,10 +403,12 @@ public partial class UdpServer : SocketServer
 
     /// <summary>Counts and logs an exception out of a handler or a reply; a logger that fails here too is ignored, so
     /// that the receives and replies go on.</summary>
+    /// <param name="exception">What was thrown.</param>
+    /// <param name="operation">The metric's operation: <c>handler</c> for the handler's own exception.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void OnReplyFaulted(Exception exception)
+    private void OnReplyFaulted(Exception exception, string operation = "reply")
     {
-        SocketServerMetrics.Error(this, "reply", SocketServerMetrics.ErrorType(exception));
+        SocketServerMetrics.Error(this, operation, SocketServerMetrics.ErrorType(exception));
         try
         {
             if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))

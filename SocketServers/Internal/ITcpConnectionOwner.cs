@@ -28,6 +28,10 @@ internal interface ITcpConnectionOwner
     /// <summary>Gets the limiter of the warnings about failing connections, shared by all of them.</summary>
     LogRateLimiter ConnectionWarnings { get; }
 
+    /// <summary>Counts an exception out of the handler's calls (or the connection's own loop), which closes the connection.</summary>
+    /// <param name="exception">What was thrown.</param>
+    void OnHandlerFailed(Exception exception);
+
     /// <summary>Called once, when the connection has closed its socket and is done with its args: the server forgets it
     /// and takes the args back.</summary>
     /// <param name="connection">The connection.</param>

@@ -447,9 +447,15 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             // A write the client's reset or a failure cut short, thrown through the handler.
             error = _writeFailure;
         }
+        catch (OperationCanceledException) when (IsCutOffOrClosed)
+        {
+            // The handler gave its work up when the server cut the connection off (ConnectionClosed), as it should.
+            error = SocketError.OperationAborted;
+        }
         catch (Exception ex)
         {
             error = SocketError.SocketError;
+            _owner.OnHandlerFailed(ex);
             if (_owner.Logger.IsEnabled(LogLevel.Warning) && _owner.ConnectionWarnings.TryAcquire(out long suppressed))
             {
                 _owner.Logger.ConnectionFailed(ex, _id, _remoteEndPoint, LogRateLimiter.SuppressedNote(suppressed));
@@ -751,6 +757,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             }
             catch (Exception ex)
             {
+                _owner.OnHandlerFailed(ex);
                 _owner.Logger.ConnectionFailed(ex, _id, _remoteEndPoint, string.Empty);
             }
             finally

@@ -69,7 +69,7 @@ internal static class SocketServerMetrics
 
     /// <summary>Counts a failure the server went on after: a failed accept or receive, or an operation that threw.</summary>
     /// <param name="server">The server it happened in.</param>
-    /// <param name="operation">What failed: <c>accept</c>, <c>receive</c>, <c>reply</c> or <c>sweep</c>.</param>
+    /// <param name="operation">What failed: <c>accept</c>, <c>receive</c>, <c>handler</c>, <c>reply</c> or <c>sweep</c>.</param>
     /// <param name="errorType">The socket error's name, or the exception's full type name.</param>
     public static void Error(SocketServer server, string operation, string errorType)
     {
