@@ -53,7 +53,7 @@ internal sealed class LiveCounters
     /// <summary>Counts bytes as a send hands them to the kernel (TCP, which may send a reply in parts).</summary>
     public void BytesSent(int bytes) => Interlocked.Add(ref _bytesSent, bytes);
 
-    /// <summary>Counts a TCP receive handed to the handler (<see cref="BytesSent"/> counts what it sends).</summary>
+    /// <summary>Counts a TCP receive the handler has handled (<see cref="BytesSent"/> counts what it sends).</summary>
     public void MessageHandled() => Interlocked.Increment(ref _messagesHandled);
 
     /// <summary>Counts a dropped connection or datagram.</summary>
