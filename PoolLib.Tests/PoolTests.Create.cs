@@ -80,8 +80,21 @@ public sealed partial class PoolTests
     {
         using Pool<StringBuilder> pool = Pool.Create(1, () => (StringBuilder)null!);
 
-        Assert.Throws<InvalidOperationException>(() => pool.TakeSlot());
+        var exception = Assert.Throws<InvalidOperationException>(() => pool.TakeSlot());
 
+        Assert.That(exception!.Message, Is.EqualTo("The pool 'Pool<StringBuilder>' got null from ObjectConstructor (or the factory given to Pool.Create)."));
         AssertCounts(pool, total: 0, available: 0);
+    }
+
+    // The pool behind Pool.Create is an internal type, which a user never named.
+    [Test]
+    public void Create_TakeAfterDispose_ThrowsNamingThePoolNotAnInternalType()
+    {
+        Pool<StringBuilder> pool = Pool.Create(new PoolOptions { MaxCapacity = 1, Name = "builders" }, () => new StringBuilder());
+        pool.Dispose();
+
+        var exception = Assert.Throws<ObjectDisposedException>(() => pool.TakeSlot());
+
+        Assert.That(exception!.ObjectName, Is.EqualTo("builders"));
     }
 }

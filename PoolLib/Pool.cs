@@ -1123,7 +1123,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private T Construct()
     {
         long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
-        T @object = ObjectConstructor() ?? throw new InvalidOperationException($"{GetType().Name}.{nameof(ObjectConstructor)} returned null.");
+        T @object = ObjectConstructor() ?? throw new InvalidOperationException($"The pool '{_name}' got null from {nameof(ObjectConstructor)} (or the factory given to Pool.Create).");
         if (start != 0)
         {
             PoolMetrics.Constructed(_name, _time.GetElapsedTime(start));
@@ -1376,7 +1376,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
-    private ObjectDisposedException NewDisposedException() => new(GetType().FullName);
+    // Named as the user named the pool (by default its type, or Pool<T> for Pool.Create), never an internal type.
+    private ObjectDisposedException NewDisposedException() => new(_name);
 
     /// <summary>Checks the cap given to the constructor that takes only it, under that parameter's name.</summary>
     private static PoolOptions ValidMaxCapacity(int maxCapacity)
