@@ -258,6 +258,60 @@ public sealed class UdpServerTests(UdpProcessing processing)
             Has.Some.Contains("handler calls still running"));
     }
 
+    // The call returns after the server is disposed, and its log line throws: the loop that made it must end quietly,
+    // not crash the process on what the dispose freed.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task DisposeAsync_HandlerCallReturnsAfterItAndItsLogLineThrows_LoopEndsWithoutCrashing(CancellationToken cancellationToken)
+    {
+        var handler = new BlockingHandler();
+        var logger = new ThrowOnceLogger("UDP sent no reply");
+        UdpServer server = await StartAsync(handler, cancellationToken, logger, options => options.ConcurrentReceives = 1);
+        using CancellationTokenRegistration release = cancellationToken.Register(handler.Gate.Set);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+        await client.SendToAsync(new byte[] { 1 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await handler.Entered.Task.WaitAsync(cancellationToken);
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+        await server.DisposeAsync();
+
+        handler.Gate.Set();
+
+        // The line that reports the failure comes after it was handled: a receive thread's loop ends as the server is
+        // stopping; the reply block reports a reply that failed.
+        string reported = processing == UdpProcessing.ReceiveThreads ? "the server is stopping" : "failed unexpectedly";
+        await Poll.UntilAsync(() => logger.Records.Collector.GetSnapshot().Any(record => record.Message.Contains(reported)), cancellationToken);
+    }
+
+    // Once the stop has gone on without a call, what is still queued is the stop's to drop, not the handler's to see.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task StopAsync_CutShortWhileACallRunsWithDatagramsWaiting_HandlerSeesNoneOfThem(CancellationToken cancellationToken)
+    {
+        var handler = new BlockingHandler();
+        await using var server = await StartAsync(handler, cancellationToken, configure: options => options.ConcurrentReceives = 1);
+        using CancellationTokenRegistration release = cancellationToken.Register(handler.Gate.Set);
+        using Socket client = SocketTestExtensions.BoundUdpClient();
+        await client.SendToAsync(new byte[] { 1 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        await handler.Entered.Task.WaitAsync(cancellationToken);
+        for (byte i = 2; i <= 4; i++)
+        {
+            await client.SendToAsync(new byte[] { i }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
+        }
+
+        // The reply block queues the three behind the call, and its receive holds one more args; a receive thread leaves
+        // them to the socket.
+        int queued = processing == UdpProcessing.ReplyBlock ? 3 : 0;
+        int argsOut = processing == UdpProcessing.ReplyBlock ? 1 + queued + 1 : 1;
+        await Poll.UntilAsync(() => server.Counters is var c && c.PoolTotalCount - c.PoolAvailableCount == argsOut, cancellationToken);
+        await server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(cancellationToken);
+
+        handler.Gate.Set();
+        await Poll.UntilAsync(() => server.Counters is var c && c.PoolTotalCount == c.PoolAvailableCount, cancellationToken);
+
+        Assert.That(handler.Calls, Is.EqualTo(1));
+        Assert.That(server.Counters.Drops, Is.EqualTo(queued), "the queued datagrams, dropped as the server stopped");
+    }
+
     // A server of another protocol must not call itself an echo server: its lifecycle lines name its handler, and
     // the line for each reply says it replied, not that it echoed.
     [Test]
@@ -326,12 +380,17 @@ public sealed class UdpServerTests(UdpProcessing processing)
     /// <summary>Blocks every call until <see cref="Gate"/> is set, then replies nothing.</summary>
     private sealed class BlockingHandler : UdpDatagramHandler
     {
+        private int _calls;
+
         public TaskCompletionSource Entered { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
         public ManualResetEventSlim Gate { get; } = new();
 
+        public int Calls => Volatile.Read(ref _calls);
+
         public override int OnDatagram(UdpDatagram datagram)
         {
+            Interlocked.Increment(ref _calls);
             Entered.TrySetResult();
             Gate.Wait();
             return NoReply;

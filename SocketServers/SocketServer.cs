@@ -26,6 +26,10 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     private readonly Lock _gate = new();
     private readonly CancellationTokenSource _stopping = new();
 
+    // _stopping's token, taken once: a handler call the stop went on without may return after the dispose, and a
+    // disposed source throws on Token (the token itself still answers IsCancellationRequested).
+    private readonly CancellationToken _stoppingToken;
+
     // Cancelled by the token of any StopAsync call, to end the grace period; never disposed, so that a caller's
     // token cancelled at any time, even after dispose, can cancel it (it holds no timer or wait handle).
     private readonly CancellationTokenSource _gracePeriodCut = new();
@@ -55,6 +59,7 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     {
         Logger = logger ?? NullLogger.Instance;
         Faults = faults ?? FaultInjection.None;
+        _stoppingToken = _stopping.Token;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
         _poolBufferSize = bufferSize;
@@ -129,7 +134,7 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     private protected FaultInjection Faults { get; }
 
     /// <summary>Cancelled when the server begins to stop.</summary>
-    private protected CancellationToken StoppingToken => _stopping.Token;
+    private protected CancellationToken StoppingToken => _stoppingToken;
 
     /// <summary>How long a loop of the server (accept, receive, sweep) that failed, or a receive that failed unexpectedly,
     /// waits before it goes on; a stop ends the wait at once. Long enough that a fault that recurs at once is not a busy

@@ -326,6 +326,15 @@ public partial class UdpServer
         /// throws: an exception out of the action would fault the block, which would then decline every later datagram.</summary>
         private void Reply(PooledSocketArgs args)
         {
+            if (_server.StopCutShort)
+            {
+                // The grace period is over and the socket closed: what the block still holds goes unanswered, and
+                // never reaches the handler (a call the stop went on without may only now have returned).
+                _server.CountDatagramDropped(DroppedStopping);
+                _server.Pool.Release(args.Slot);
+                return;
+            }
+
             try
             {
                 int length = args.DatagramLength;
@@ -354,7 +363,8 @@ public partial class UdpServer
             Debug.Assert(Volatile.Read(ref _replierWaiting) == 0, "Only the replier sets the flag, and it clears it before it leaves.");
             // With room for one datagram, the block stays full while this waits (its count drops only when the action
             // returns), so every datagram arriving meanwhile would take the slow, allocating SendAsync path: don't wait.
-            if (_capacity == 1 || _replies.InputCount > 0)
+            // Nor once the server stops: the event may be disposed by the time a call the stop went on without returns.
+            if (_capacity == 1 || _replies.InputCount > 0 || _server.StoppingToken.IsCancellationRequested)
             {
                 return;
             }
