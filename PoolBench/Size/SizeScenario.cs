@@ -54,13 +54,14 @@ internal sealed class SizeScenario(BenchOptions options)
     /// <summary>
     /// Passes at the smallest size, not reported, until two in a row compile no method: then every cell
     /// runs the code a long-running process runs, ours and the peers alike, not code still being tiered up.
+    /// A quick run, a smoke test, makes one.
     /// </summary>
     private void WarmUp(ThreadIds threads)
     {
-        const int MaxPasses = 30;
+        int maxPasses = options.Quick ? 1 : 30;
         long compiled = -1;
         int quietPasses = 0;
-        for (int pass = 1; pass <= MaxPasses; pass++)
+        for (int pass = 1; pass <= maxPasses; pass++)
         {
             foreach (string impl in SizedPools.Impls)
             {
@@ -81,7 +82,13 @@ internal sealed class SizeScenario(BenchOptions options)
             }
         }
 
-        s_log.Warn("size: methods were still being compiled after {0} warm-up passes", MaxPasses);
+        if (options.Quick)
+        {
+            s_log.Info("size: one warm-up pass (quick): the cells may run code still being tiered up");
+            return;
+        }
+
+        s_log.Warn("size: methods were still being compiled after {0} warm-up passes", maxPasses);
     }
 
     private IEnumerable<SizeResult> Measure(string impl, int size, ThreadIds threads)
