@@ -42,8 +42,9 @@ public abstract class TcpConnection
 
     /// <summary>Gets a token that is cancelled when the server cuts the connection off without waiting for the handler (the
     /// stop grace period ended, the idle timeout, an eviction for a waiting client) or when the connection has closed.
-    /// A handler that awaits other work passes it on, so that a cut-off ends its call; its callbacks run on the thread
-    /// pool.</summary>
+    /// A handler that awaits other work passes it on, so that a cut-off ends its call, and may let the resulting
+    /// <see cref="OperationCanceledException"/> out: after a cut-off it is not counted as the handler's failure. Its
+    /// callbacks run on the thread pool.</summary>
     public abstract CancellationToken ConnectionClosed { get; }
 
     /// <summary>Closes the connection once the current call has returned: what was written is sent, the stream ends,
