@@ -2,6 +2,8 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
 using PoolLib.Tests;
 using SocketServers.Internal;
 
@@ -111,8 +113,9 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     public async Task OnDatagram_ThrowsAfterDeferring_FaultReportedAndTheReplyStillTheHandles(CancellationToken cancellationToken)
     {
         var handler = new DeferringHandler();
+        var logger = new FakeLogger();
         using var errors = new MetricCollector<long>(null, SocketServerMetrics.MeterName, "socketservers.errors");
-        await using var server = await StartAsync(handler, cancellationToken);
+        await using var server = await StartAsync(handler, cancellationToken, logger: logger);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold and throw"u8.ToArray(), cancellationToken);
@@ -122,6 +125,10 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         Assert.That(await client.ReceiveDatagramAsync(cancellationToken), Is.EqualTo("hold"u8.ToArray()), "the buffer stayed the handle's");
         Assert.That(server.Counters.Drops, Is.Zero);
         Assert.That(errors.GetMeasurementSnapshot().Select(error => error.Tags["socketservers.operation"]), Is.EqualTo(new[] { "handler" }));
+
+        // The handler's own failure, a warning as when it throws without deferring; an error would say the server failed.
+        FakeLogRecord[] thrown = [.. logger.Collector.GetSnapshot().Where(record => record.Exception is not null)];
+        Assert.That(thrown.Select(record => (record.Level, record.Exception!.GetType())), Is.EqualTo(new[] { (LogLevel.Warning, typeof(InvalidOperationException)) }));
     }
 
     [Test]
@@ -280,7 +287,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
         return waiting.GetMeasurementSnapshot().LastOrDefault(measurement => Equals(measurement.Tags["pool.name"], pool))?.Value ?? -1;
     }
 
-    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null, int maxPendingDatagrams = 256)
+    private async Task<UdpServer> StartAsync(UdpDatagramHandler handler, CancellationToken cancellationToken, TimeSpan? stopGracePeriod = null, int maxPendingDatagrams = 256, ILogger? logger = null)
     {
         var options = new UdpServerOptions
         {
@@ -295,7 +302,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
             options.StopGracePeriod = period;
         }
 
-        return await Started.StartAsync(new UdpServer(options, handler), cancellationToken);
+        return await Started.StartAsync(new UdpServer(options, handler, logger), cancellationToken);
     }
 
     /// <summary>Sends a datagram the handler defers and keeps, and returns its reply once deferred.</summary>

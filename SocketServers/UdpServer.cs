@@ -272,7 +272,7 @@ public partial class UdpServer : SocketServer
             {
                 // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
                 // ends the reply; the exception is reported, the datagram counted when the reply ends.
-                OnReplyFaulted(ex, "handler");
+                OnReplyFaulted(ex, byHandler: true);
                 failure = null;
                 return false;
             }
@@ -401,19 +401,28 @@ public partial class UdpServer : SocketServer
         }
     }
 
-    /// <summary>Counts and logs an exception out of a handler or a reply; a logger that fails here too is ignored, so
-    /// that the receives and replies go on.</summary>
+    /// <summary>Counts and logs an exception out of a reply, or out of a handler after it deferred its reply; a logger
+    /// that fails here too is ignored, so that the receives and replies go on.</summary>
     /// <param name="exception">What was thrown.</param>
-    /// <param name="operation">The metric's operation: <c>handler</c> for the handler's own exception.</param>
+    /// <param name="byHandler">Whether the handler threw it, which is its own failure (a warning, as when it throws
+    /// without deferring), not the server's (an error).</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void OnReplyFaulted(Exception exception, string operation = "reply")
+    private void OnReplyFaulted(Exception exception, bool byHandler = false)
     {
-        SocketServerMetrics.Error(this, operation, SocketServerMetrics.ErrorType(exception));
+        SocketServerMetrics.Error(this, byHandler ? "handler" : "reply", SocketServerMetrics.ErrorType(exception));
         try
         {
-            if (Logger.IsEnabled(LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
+            if (Logger.IsEnabled(byHandler ? LogLevel.Warning : LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
             {
-                Logger.ReplyFaulted(exception, LocalEndPoint, LogRateLimiter.SuppressedNote(suppressed));
+                string note = LogRateLimiter.SuppressedNote(suppressed);
+                if (byHandler)
+                {
+                    Logger.HandlerThrewAfterDeferring(exception, LocalEndPoint, note);
+                }
+                else
+                {
+                    Logger.ReplyFaulted(exception, LocalEndPoint, note);
+                }
             }
         }
         catch (Exception)

@@ -105,4 +105,7 @@ internal static partial class SocketServerLog
 
     [LoggerMessage(41, LogLevel.Error, "UDP reply on {EndPoint} failed unexpectedly; replies go on{Suppressed}")]
     public static partial void ReplyFaulted(this ILogger logger, Exception exception, IPEndPoint? endPoint, string suppressed);
+
+    [LoggerMessage(46, LogLevel.Warning, "UDP handler on {EndPoint} threw after deferring its reply, which is still the handle's{Suppressed}")]
+    public static partial void HandlerThrewAfterDeferring(this ILogger logger, Exception exception, IPEndPoint? endPoint, string suppressed);
 }
