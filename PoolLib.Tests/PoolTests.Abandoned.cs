@@ -123,11 +123,13 @@ public sealed partial class PoolTests
     }
 
     // A take owns the slot it claimed until it hands it out; a validation that outlasts the timeout must not let
-    // maintenance and the take both discard it, nor the take hand out what maintenance discarded.
-    [TestCase(false)]
-    [TestCase(true)]
+    // maintenance and the take both discard it, nor the take hand out what maintenance discarded. A validation that
+    // then finds the object disposed and throws, as a connection's check would, must not fail the take either.
+    [TestCase("valid")]
+    [TestCase("invalid")]
+    [TestCase("throws once disposed")]
     [CancelAfter(10_000)]
-    public void AbandonedRentalTimeout_TakenBackWhileTheTakeValidates_DiscardedOnceAndNeverHandedOut(bool valid, CancellationToken cancellationToken)
+    public void AbandonedRentalTimeout_TakenBackWhileTheTakeValidates_DiscardedOnceAndNeverHandedOut(string verdict, CancellationToken cancellationToken)
     {
         var time = new FakeTimeProvider();
         using var pool = new ValidatingPool(new PoolOptions { MaxCapacity = 2, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
@@ -142,12 +144,24 @@ public sealed partial class PoolTests
             {
                 validating.Set();
                 decide.Wait(cancellationToken);
+                ObjectDisposedException.ThrowIf(verdict == "throws once disposed" && candidate.DisposeCount != 0, candidate);
             }
 
-            return valid || !ReferenceEquals(candidate, validated);
+            return verdict != "invalid" || !ReferenceEquals(candidate, validated);
         };
         PoolSlot<TrackedObject>? taken = null;
-        var taker = new Thread(() => taken = pool.TakeSlot());
+        Exception? failure = null;
+        var taker = new Thread(() =>
+        {
+            try
+            {
+                taken = pool.TakeSlot();
+            }
+            catch (Exception exception)
+            {
+                failure = exception;
+            }
+        });
         taker.Start();
         validating.Wait(cancellationToken);
 
@@ -158,6 +172,7 @@ public sealed partial class PoolTests
         pool.Release(second);
         taker.Join();
 
+        Assert.That(failure, Is.Null);
         Assert.That(taken!.Object, Is.SameAs(second.Object), "the taker looked on and got the object released next");
         Assert.That(validated.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
         Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(2), "the cap");

@@ -11,6 +11,62 @@ public sealed partial class PoolTests
     // Workers take, release and discard while a controller trims, clears and runs the idle timer and
     // leak scan (fake time, advanced by the controller); then the same race meets Dispose. No object
     // may be held twice, lost, or disposed twice, and at the end the counts must add up exactly.
+    // Trim and Clear claim an idle slot before they discard it; a second release of its handle landing then must throw
+    // and change nothing, as against any other claim: it once went through, published over the discard, and the next
+    // take got the disposed object.
+    [TestCase("trim")]
+    [TestCase("clear")]
+    [CancelAfter(120_000)]
+    public void Release_SecondReleaseRacingTrimOrClear_ThrowsAndNoDisposedObjectIsHandedOut(string walk, CancellationToken cancellationToken)
+    {
+        const int Rounds = 100_000;
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName() });
+        using var stop = new CancellationTokenSource();
+        var walker = new Thread(() =>
+        {
+            while (!stop.IsCancellationRequested)
+            {
+                if (walk == "trim")
+                {
+                    pool.Trim();
+                }
+                else
+                {
+                    pool.Clear();
+                }
+            }
+        });
+        walker.Start();
+        int accepted = 0;
+        int disposedHandedOut = 0;
+        try
+        {
+            for (int i = 0; i < Rounds && !cancellationToken.IsCancellationRequested; i++)
+            {
+                Assert.That(pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? slot), Is.True, "the cap was lost");
+                disposedHandedOut += slot!.Object.DisposeCount != 0 ? 1 : 0;
+                pool.Release(slot);
+                try
+                {
+                    pool.Release(slot);
+                    accepted++;
+                }
+                catch (InvalidOperationException)
+                {
+                }
+            }
+        }
+        finally
+        {
+            stop.Cancel();
+            walker.Join();
+        }
+
+        Assert.That(accepted, Is.Zero, "second releases that went through");
+        Assert.That(disposedHandedOut, Is.Zero, "disposed objects handed out");
+        Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(1), "the cap");
+    }
+
     [TestCase(2)]
     [TestCase(8)]
     [CancelAfter(120_000)]

@@ -221,11 +221,14 @@ public sealed partial class PoolTests
         }
     }
 
-    [Test]
-    public void Trim_WhileTheTimersTrimIsHeldUpInADispose_LeavesItTheWorkAndMinIdleHolds()
+    // The timer's trim keeps what was idle for less than the timeout (here, all but 2 objects), so a Trim() that leaves
+    // it the work must have it trim once more, down to MinIdle.
+    [TestCase(0)]
+    [TestCase(TrimHeldUpObjects - 2)]
+    public void Trim_WhileTheTimersTrimIsHeldUpInADispose_LeavesItTheWorkAndMinIdleHolds(int releasedJustNow)
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, _, Thread trimmer) = StartTrimHeldUpInADispose(gate);
+        (TrackedPool pool, _, Thread trimmer) = StartTrimHeldUpInADispose(gate, releasedJustNow);
         using (pool)
         {
             int trimmed = pool.Trim();
@@ -237,11 +240,50 @@ public sealed partial class PoolTests
         }
     }
 
+    // A trim counts its excess as it begins; objects released while it is held up are the excess of a Trim() that
+    // leaves it the work.
+    [Test]
+    public void Trim_WhileAnotherTrimIsHeldUpAndObjectsAreReleased_ItTrimsThemToo()
+    {
+        var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = TrimHeldUpMinIdle });
+        using (pool)
+        {
+            PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
+            using var gate = new ManualResetEventSlim();
+            using var disposing = new ManualResetEventSlim();
+            slots[0].Object.OnDispose = () =>
+            {
+                disposing.Set();
+                gate.Wait(s_waitBound);
+            };
+            foreach (PoolSlot<TrackedObject> slot in slots[..(TrimHeldUpMinIdle + 1)])
+            {
+                pool.Release(slot);
+            }
+
+            var trimmer = new Thread(() => pool.Trim());
+            trimmer.Start();
+            Assert.That(disposing.Wait(s_waitBound), Is.True, "the first trim began");
+            foreach (PoolSlot<TrackedObject> slot in slots[(TrimHeldUpMinIdle + 1)..])
+            {
+                pool.Release(slot);
+            }
+
+            int trimmed = pool.Trim();
+            gate.Set();
+
+            Assert.That(trimmer.Join(s_waitBound), Is.True);
+            Assert.That(trimmed, Is.Zero);
+            AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+        }
+    }
+
     /// <summary>
-    /// A pool of <see cref="TrimHeldUpObjects"/> objects idle past the idle timeout, whose timer trims on another thread
-    /// (the one returned) and is held up in the first Dispose until <paramref name="gate"/> is set.
+    /// A pool of <see cref="TrimHeldUpObjects"/> objects idle past the idle timeout, but the last
+    /// <paramref name="releasedJustNow"/>, whose timer trims on another thread (the one returned) and
+    /// is held up in the first Dispose until <paramref name="gate"/> is set.
     /// </summary>
-    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate)
+    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate, int releasedJustNow = 0)
     {
         var time = new ManualTimeProvider();
         var pool = new TrackedPool(new PoolOptions
@@ -261,11 +303,20 @@ public sealed partial class PoolTests
                     gate.Wait(s_waitBound);
                 }
             };
+        }
+
+        foreach (PoolSlot<TrackedObject> slot in slots[..^releasedJustNow])
+        {
             pool.Release(slot);
         }
 
         time.Tick();
         time.Advance(TimeSpan.FromSeconds(2));
+        foreach (PoolSlot<TrackedObject> slot in slots[^releasedJustNow..])
+        {
+            pool.Release(slot);
+        }
+
         var trimmer = new Thread(time.Tick);
         trimmer.Start();
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the timer began to trim");

@@ -48,6 +48,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     // MinIdle as it begins, so two at once, one held up in a slow Dispose, would each discard that many.
     private int _trimming;
 
+    // Set by a Trim() that found another trim running: the runner trims down to MinIdle once more before it ends,
+    // since the trim it ran counted its excess before the releases since, or was the timer's, which keeps what is
+    // recently idle.
+    private int _trimAgain;
+
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
     /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
@@ -382,7 +387,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
     /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first. A trim already
-    /// under way (another thread's, or the idle timer's) is left to finish the work, and this returns 0.
+    /// under way (another thread's, or the idle timer's) is left to do the work: it trims down to MinIdle once more
+    /// before it ends, and this returns 0.
     /// Every object to dispose is disposed even if some throw; then the one exception is rethrown as
     /// it is, or several in an <see cref="AggregateException"/>.
     /// </remarks>
@@ -479,21 +485,45 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
-    /// if given), unless another trim is under way, which is left to do it.</summary>
+    /// if given), unless another trim is under way, which is left to do it (and, for a Trim(), to trim once more).</summary>
     private int TrimToMinIdle(long? idleSince, bool throwFailures)
     {
-        if (Interlocked.Exchange(ref _trimming, 1) != 0)
+        int discarded = 0;
+        while (true)
         {
-            return 0;
-        }
+            if (Interlocked.CompareExchange(ref _trimming, 1, 0) == 0)
+            {
+                try
+                {
+                    discarded += DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures);
+                }
+                finally
+                {
+                    // A full fence before the read of _trimAgain, as a requester's is before its read of _trimming:
+                    // of a request and the end of a trim, one sees the other.
+                    Interlocked.Exchange(ref _trimming, 0);
+                }
 
-        try
-        {
-            return DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures);
-        }
-        finally
-        {
-            Volatile.Write(ref _trimming, 0);
+                if (Interlocked.Exchange(ref _trimAgain, 0) == 0)
+                {
+                    return discarded;
+                }
+
+                idleSince = null;
+                continue;
+            }
+
+            // A tick leaves the work to the trim under way, which keeps no more idle objects than the tick would.
+            if (idleSince is not null)
+            {
+                return discarded;
+            }
+
+            Interlocked.Exchange(ref _trimAgain, 1);
+            if (Volatile.Read(ref _trimming) != 0)
+            {
+                return discarded;
+            }
         }
     }
 
@@ -662,12 +692,14 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            // Unless maintenance took the rental back meanwhile, which discards the object itself.
-            if (slot.TryBeginReturn())
+            // Unless maintenance took the rental back meanwhile and discarded the object, which may be why Validate
+            // threw: the take then gives it up, as it would had Validate returned.
+            if (!slot.TryBeginReturn())
             {
-                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+                return false;
             }
 
+            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
             throw;
         }
 
@@ -790,7 +822,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             _waiters.Serve(this, slot, scan: false, ref unused);
         }
 
-        if (_waiters.IsDisposed && slot.TryClaimIdle())
+        if (_waiters.IsDisposed && slot.TryClaimIdleForPool())
         {
             Discard(slot, PoolMetrics.DiscardReason.Disposed);
         }
@@ -1293,7 +1325,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 sawReturning |= slot is { IsReturning: true };
 
                 // Retired is never cleared, so a slot read retired is still retired once claimed.
-                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired) || !IdleSince(slot, idleSince) || !slot.TryClaimIdle())
+                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired) || !IdleSince(slot, idleSince) || !slot.TryClaimIdleForPool())
                 {
                     continue;
                 }
@@ -1301,8 +1333,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 // Taken and returned between the look and the claim: idle only from then, so it stays.
                 if (!IdleSince(slot, idleSince))
                 {
-                    bool returning = slot.TryBeginReturn();
-                    Debug.Assert(returning, "The slot was just claimed.");
                     Store(slot);
                     continue;
                 }

@@ -18,9 +18,11 @@ public sealed class PoolSlot<T> : IDisposable where T : class
 {
     // Bits of _state: the phase in the low two, the rental number above them. A take goes from Idle to
     // Rented and counts one more rental; a release from Rented to Returning (its claim) and then, once
-    // CleanUp has run, to Idle; whoever owns the slot may end it in Discarded. Invariant: every change
-    // but Returning -> Idle and -> Discarded is a compare-and-swap from the value its maker read, so of
-    // any number of racing threads exactly one wins each step and owns the slot until its next one.
+    // CleanUp has run, to Idle; the pool's own claim of an idle slot (to discard it, or to publish it
+    // again) from Idle to Returning, so that no release can claim it too; whoever owns the slot may end
+    // it in Discarded. Invariant: every change but Returning -> Idle and -> Discarded is a
+    // compare-and-swap from the value its maker read, so of any number of racing threads exactly one
+    // wins each step and owns the slot until its next one.
     private const int Rented = 0;
     private const int Returning = 1;
     private const int Idle = 2;
@@ -134,6 +136,17 @@ public sealed class PoolSlot<T> : IDisposable where T : class
         int state = Volatile.Read(ref _state);
         return (state & PhaseMask) == Idle
             && Interlocked.CompareExchange(ref _state, state + (OneRental - Idle + Rented), state) == state;
+    }
+
+    /// <summary>
+    /// Takes an idle slot for the pool itself, to discard it or publish it again: Returning, not Rented, so that a
+    /// release of a handle kept from its last rental is refused instead of claiming it too.
+    /// </summary>
+    internal bool TryClaimIdleForPool()
+    {
+        int state = Volatile.Read(ref _state);
+        return (state & PhaseMask) == Idle
+            && Interlocked.CompareExchange(ref _state, state + (Returning - Idle), state) == state;
     }
 
     /// <summary>Claims the right to return the slot in its current rental, or in rental <paramref name="rental"/> only.</summary>
