@@ -155,6 +155,23 @@ public sealed class PoolObjectPoolExtensionsTests
         Assert.Throws<InvalidOperationException>(() => objects.Return(taken));
     }
 
+    // The pool behind the adapter serves other takers too (AddPool registers both): a Return after one of them took the
+    // object must not end that taker's rental.
+    [TestCase("the pool")]
+    [TestCase("another adapter")]
+    public void Return_TwiceAfterTheObjectWasTakenElsewhere_ThrowsAndTheOtherRentalGoesOn(string takenFrom)
+    {
+        using var pool = new TrackedPool(1);
+        ObjectPool<TrackedObject> objects = pool.AsObjectPool();
+        TrackedObject taken = objects.Get();
+        objects.Return(taken);
+        TrackedObject takenAgain = takenFrom == "the pool" ? pool.TakeSlot().Object : pool.AsObjectPool().Get();
+
+        Assert.That(takenAgain, Is.SameAs(taken));
+        Assert.Throws<InvalidOperationException>(() => objects.Return(taken));
+        Assert.That(pool.TryTakeSlot(out _), Is.False, "still rented to the other taker");
+    }
+
     [Test]
     public void AsObjectPool_NullPool_Throws()
     {

@@ -43,6 +43,8 @@ public sealed class PoolServiceCollectionExtensionsTests
     [TestCase("TimeProvider", "system", "'Pools:Builders:TimeProvider' is not a setting of PoolOptions")]
     [TestCase("MaxCapacity", "eight", "'Pools:Builders:MaxCapacity' = 'eight': expects a whole number")]
     [TestCase("IdleTimeout", "5 minutes", "'Pools:Builders:IdleTimeout' = '5 minutes': expects a time span")]
+    [TestCase("IdleTimeout", "5", "'Pools:Builders:IdleTimeout' = '5': expects a time span")]
+    [TestCase("IdleTimeout", "00:05", "'Pools:Builders:IdleTimeout' = '00:05': expects a time span")]
     [TestCase("MaxCapacity", "0", "'Pools:Builders:MaxCapacity' = '0'")]
     [TestCase("MinIdle", "9", "'Pools:Builders:MinIdle' = '9'")]
     [TestCase("LeakSamplingInterval", "-1", "'Pools:Builders:LeakSamplingInterval' = '-1'")]

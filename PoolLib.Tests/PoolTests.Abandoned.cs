@@ -214,6 +214,59 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: 1, available: 0);
     }
 
+    // The waiter whose hand-over maintenance took back before it ran was served first; it waits again first, ahead of
+    // the takers that queued after it (it once went to the back of the queue).
+    [TestCase(false)]
+    [TestCase(true)]
+    [CancelAfter(10_000)]
+    public async Task AbandonedRentalTimeout_HandedOverSlotTakenBackBeforeTheWaiterRan_WaiterKeepsItsPlace(bool async, CancellationToken cancellationToken)
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new ValidatingPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        using var accepting = new ManualResetEventSlim();
+        using var goOn = new ManualResetEventSlim();
+        int validations = 0;
+
+        // Only the first waiter's acceptance of its hand-over stands still, as a waiter not yet scheduled would.
+        pool.OnValidate = _ =>
+        {
+            if (Interlocked.Increment(ref validations) == 1)
+            {
+                accepting.Set();
+                goOn.Wait(cancellationToken);
+            }
+
+            return true;
+        };
+        Task<PoolSlot<TrackedObject>> TakeOnItsOwnThread() =>
+            Task.Factory.StartNew(pool.TakeSlot, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        Task<PoolSlot<TrackedObject>> first = async ? pool.TakeSlotAsync(cancellationToken).AsTask() : TakeOnItsOwnThread();
+        await Poll.UntilAsync(() => pool.WaiterCount == 1, cancellationToken);
+        Task<PoolSlot<TrackedObject>> second = TakeOnItsOwnThread();
+        await Poll.UntilAsync(() => pool.WaiterCount == 2, cancellationToken);
+        Task<PoolSlot<TrackedObject>> third = TakeOnItsOwnThread();
+        await Poll.UntilAsync(() => pool.WaiterCount == 3, cancellationToken);
+        pool.Release(held);
+        accepting.Wait(cancellationToken);
+
+        // Taken back: its place under the cap goes to the second waiter, which makes a new object.
+        while (held.Object.DisposeCount == 0)
+        {
+            time.Advance(s_abandonedTimeout / 4);
+        }
+
+        PoolSlot<TrackedObject> secondSlot = await second.WaitAsync(cancellationToken);
+        goOn.Set();
+        await Poll.UntilAsync(() => pool.WaiterCount == 2, cancellationToken);
+        pool.Release(secondSlot);
+
+        Task<PoolSlot<TrackedObject>> served = await Task.WhenAny(first, third).WaitAsync(cancellationToken);
+        pool.Release(await served);
+        pool.Release(await (served == first ? third : first).WaitAsync(cancellationToken));
+        Assert.That(served == first ? "the first" : "the third", Is.EqualTo("the first"), "the waiter served next");
+    }
+
     [Test]
     public void Release_AfterAbandonedRentalTakenBack_DoesNotThrowAndIsCounted()
     {

@@ -869,7 +869,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>The body of <see cref="TakeSlotSlow"/>, with the same parameters and result.</summary>
     private PoolSlot<T>? TakeOrWait(long start, long deadline)
     {
-        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran.
+        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran: first in
+        // the queue then, as it was when served.
+        bool served = false;
         while (true)
         {
             if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
@@ -877,12 +879,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            if (deadline <= start || TrySpinTake(deadline, out slot))
+            if (deadline <= start || (!served && TrySpinTake(deadline, out slot)))
             {
                 return slot;
             }
 
-            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 ? Stopwatch.GetTimestamp() : start, NewDisposedException);
+            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 || served ? Stopwatch.GetTimestamp() : start, NewDisposedException, first: served);
             bool completed;
             try
             {
@@ -904,6 +906,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             {
                 return accepted;
             }
+
+            served = true;
         }
     }
 
@@ -995,7 +999,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, StackTrace? trace, CancellationToken cancellationToken)
     {
-        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran.
+        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran: first
+        // in the queue then, as it was when served.
         while (true)
         {
             CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
@@ -1029,7 +1034,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException);
+            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException, first: true);
         }
     }
 

@@ -26,8 +26,9 @@ public static class PoolObjectPoolExtensions
     /// <para>
     /// Thread-safe as the pool is. <see cref="ObjectPool{T}.Return"/> throws <see cref="ArgumentException"/>
     /// for an object this adapter did not hand out, or one made outside the pool and already returned,
-    /// and <see cref="InvalidOperationException"/> for a pooled object returned twice before it is
-    /// rented again, where <see cref="DefaultObjectPool{T}"/> would silently keep or drop it. Each call
+    /// and <see cref="InvalidOperationException"/> for a pooled object returned twice before this adapter
+    /// hands it out again, even if the pool itself or another adapter has since rented it to someone
+    /// else, where <see cref="DefaultObjectPool{T}"/> would silently keep or drop it. Each call
     /// makes a new adapter; keep one per pool.
     /// </para>
     /// </remarks>

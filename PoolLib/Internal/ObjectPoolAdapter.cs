@@ -15,9 +15,9 @@ namespace PoolLib.Internal;
 /// </remarks>
 internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted) : ObjectPool<T> where T : class
 {
-    // The slot of each object handed out, or null for one made outside the pool. Entries live as
-    // long as their objects; a lookup takes no lock and allocates nothing.
-    private readonly ConditionalWeakTable<T, PoolSlot<T>?> _slots = [];
+    // What this adapter handed out last of each object: its slot and rental, or no slot for one made outside the
+    // pool. Entries live as long as their objects; a lookup takes no lock, and only an object's first Get allocates.
+    private readonly ConditionalWeakTable<T, HandedOut> _handedOut = [];
 
     public override T Get()
     {
@@ -29,30 +29,32 @@ internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted
         else if (!pool.TryTakeSlot(out slot))
         {
             T unpooled = pool.CreateUnpooled();
-            _slots.AddOrUpdate(unpooled, null);
+            _handedOut.AddOrUpdate(unpooled, new HandedOut(null));
             return unpooled;
         }
 
-        if (!_slots.TryGetValue(slot.Object, out _))
+        if (!_handedOut.TryGetValue(slot.Object, out HandedOut? handedOut))
         {
-            _slots.AddOrUpdate(slot.Object, slot);
+            handedOut = new HandedOut(slot);
+            _handedOut.AddOrUpdate(slot.Object, handedOut);
         }
 
+        handedOut.Rental = slot.Rental;
         return slot.Object;
     }
 
     public override void Return(T obj)
     {
         ArgumentNullException.ThrowIfNull(obj);
-        if (!_slots.TryGetValue(obj, out PoolSlot<T>? slot))
+        if (!_handedOut.TryGetValue(obj, out HandedOut? handedOut))
         {
             ThrowNotTaken(nameof(obj));
         }
 
-        if (slot is null)
+        if (handedOut.Slot is not { } slot)
         {
             // Made outside the pool: forgotten once returned, so a second Return throws, even one racing this.
-            if (!_slots.Remove(obj))
+            if (!_handedOut.Remove(obj))
             {
                 ThrowNotTaken(nameof(obj));
             }
@@ -61,10 +63,19 @@ internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted
             return;
         }
 
-        pool.Release(slot);
+        // With the rental this adapter handed out: a Return after someone else took the object from the pool throws.
+        pool.Release(slot, handedOut.Rental);
     }
 
     [DoesNotReturn]
     private static void ThrowNotTaken(string paramName) =>
         throw new ArgumentException("The object was not taken from this pool.", paramName);
+
+    private sealed class HandedOut(PoolSlot<T>? slot)
+    {
+        public PoolSlot<T>? Slot { get; } = slot;
+
+        // Written by each Get of the object, read by the Return that follows it.
+        public int Rental { get; set; }
+    }
 }

@@ -76,9 +76,10 @@ internal static class PoolOptionsBinder
             ? number
             : throw new FormatException("expects a whole number.");
 
+    // Hours, minutes and seconds always: TimeSpan.Parse alone reads "5" as five days and "00:05" as five minutes.
     private static TimeSpan? Span(string value) =>
         value.Length == 0 ? null
-            : TimeSpan.TryParse(value, CultureInfo.InvariantCulture, out TimeSpan span) ? span
+            : value.AsSpan().Count(':') == 2 && TimeSpan.TryParse(value, CultureInfo.InvariantCulture, out TimeSpan span) ? span
             : throw new FormatException("expects a time span such as 00:05:00 (hh:mm:ss) or 1.00:00:00 (d.hh:mm:ss).");
 
     /// <summary>An option configuration can set, and how it converts the value.</summary>

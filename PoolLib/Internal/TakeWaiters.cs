@@ -60,8 +60,13 @@ internal sealed class TakeWaiters<T> where T : class
     }
 
     /// <summary>Queues a taker, then serves the queue once, in case what it waits for is already there.</summary>
+    /// <param name="supply">Where slots and units come from.</param>
+    /// <param name="startTimestamp">When the wait began.</param>
+    /// <param name="disposed">The exception to throw if the pool is disposed.</param>
+    /// <param name="first">Whether the taker goes ahead of every waiter: it was served, and lost what it was handed
+    /// to maintenance before it ran, so it was the oldest.</param>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
-    public Waiter Enqueue(ISupply supply, long startTimestamp, Func<Exception> disposed)
+    public Waiter Enqueue(ISupply supply, long startTimestamp, Func<Exception> disposed, bool first = false)
     {
         var waiter = new Waiter(this, startTimestamp);
         using (_lock.EnterScope())
@@ -72,7 +77,15 @@ internal sealed class TakeWaiters<T> where T : class
                 throw disposed();
             }
 
-            _queue.AddLast(waiter.Node);
+            if (first)
+            {
+                _queue.AddFirst(waiter.Node);
+            }
+            else
+            {
+                _queue.AddLast(waiter.Node);
+            }
+
             Interlocked.Increment(ref _word);
         }
 
