@@ -267,6 +267,64 @@ public sealed partial class PoolTests
         Assert.That(served == first ? "the first" : "the third", Is.EqualTo("the first"), "the waiter served next");
     }
 
+    // Two waiters that lost their hand-overs wait again in the order they came, whichever of them runs first.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task AbandonedRentalTimeout_TwoWaitersHandOversTakenBack_ServedAgainInArrivalOrder(CancellationToken cancellationToken)
+    {
+        var time = new FakeTimeProvider();
+        using var pool = new ValidatingPool(new PoolOptions { MaxCapacity = 2, Name = UniqueName(), AbandonedRentalTimeout = s_abandonedTimeout, TimeProvider = time });
+        var accepting = new[] { new SemaphoreSlim(0), new SemaphoreSlim(0) };
+        var goOn = new[] { new SemaphoreSlim(0), new SemaphoreSlim(0) };
+        int validations = 0;
+
+        // The first two acceptances, the first and second waiters' hand-overs, stand still until let go.
+        pool.OnValidate = _ =>
+        {
+            int validation = Interlocked.Increment(ref validations) - 1;
+            if (validation < 2)
+            {
+                accepting[validation].Release();
+                goOn[validation].Wait(cancellationToken);
+            }
+
+            return true;
+        };
+        PoolSlot<TrackedObject>[] held = [pool.TakeSlot(), pool.TakeSlot()];
+        var waiters = new Task<PoolSlot<TrackedObject>>[4];
+        for (int i = 0; i < waiters.Length; i++)
+        {
+            waiters[i] = Task.Factory.StartNew(pool.TakeSlot, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+            int queued = i + 1;
+            await Poll.UntilAsync(() => pool.WaiterCount == queued, cancellationToken);
+        }
+
+        for (int i = 0; i < 2; i++)
+        {
+            pool.Release(held[i]);
+            await accepting[i].WaitAsync(cancellationToken);
+        }
+
+        // Both taken back: their places go to the third and fourth waiters.
+        while (held[0].Object.DisposeCount + held[1].Object.DisposeCount < 2)
+        {
+            time.Advance(s_abandonedTimeout / 4);
+        }
+
+        PoolSlot<TrackedObject>[] later = await Task.WhenAll(waiters[2], waiters[3]).WaitAsync(cancellationToken);
+        goOn[0].Release();
+        await Poll.UntilAsync(() => pool.WaiterCount == 1, cancellationToken);
+        goOn[1].Release();
+        await Poll.UntilAsync(() => pool.WaiterCount == 2, cancellationToken);
+        pool.Release(later[0]);
+
+        Task<PoolSlot<TrackedObject>> served = await Task.WhenAny(waiters[0], waiters[1]).WaitAsync(cancellationToken);
+        pool.Release(later[1]);
+        pool.Release(await waiters[0].WaitAsync(cancellationToken));
+        pool.Release(await waiters[1].WaitAsync(cancellationToken));
+        Assert.That(served == waiters[0] ? "the first" : "the second", Is.EqualTo("the first"), "the waiter served next");
+    }
+
     [Test]
     public void Release_AfterAbandonedRentalTakenBack_DoesNotThrowAndIsCounted()
     {

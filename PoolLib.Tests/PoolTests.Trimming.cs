@@ -241,41 +241,92 @@ public sealed partial class PoolTests
     }
 
     // A trim counts its excess as it begins; objects released while it is held up are the excess of a Trim() that
-    // leaves it the work.
-    [Test]
-    public void Trim_WhileAnotherTrimIsHeldUpAndObjectsAreReleased_ItTrimsThemToo()
+    // leaves it the work, which it does even if an object's Dispose then fails it.
+    [TestCase(false)]
+    [TestCase(true)]
+    public void Trim_WhileAnotherTrimIsHeldUpAndObjectsAreReleased_ItTrimsThemToo(bool itsDisposeThrows)
     {
-        var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = TrimHeldUpMinIdle });
-        using (pool)
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = TrimHeldUpMinIdle });
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
+        foreach (PoolSlot<TrackedObject> slot in slots[..(TrimHeldUpMinIdle + 1)])
         {
-            PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
-            using var gate = new ManualResetEventSlim();
-            using var disposing = new ManualResetEventSlim();
-            slots[0].Object.OnDispose = () =>
-            {
-                disposing.Set();
-                gate.Wait(s_waitBound);
-            };
-            foreach (PoolSlot<TrackedObject> slot in slots[..(TrimHeldUpMinIdle + 1)])
-            {
-                pool.Release(slot);
-            }
-
-            var trimmer = new Thread(() => pool.Trim());
-            trimmer.Start();
-            Assert.That(disposing.Wait(s_waitBound), Is.True, "the first trim began");
-            foreach (PoolSlot<TrackedObject> slot in slots[(TrimHeldUpMinIdle + 1)..])
-            {
-                pool.Release(slot);
-            }
-
-            int trimmed = pool.Trim();
-            gate.Set();
-
-            Assert.That(trimmer.Join(s_waitBound), Is.True);
-            Assert.That(trimmed, Is.Zero);
-            AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+            pool.Release(slot);
         }
+
+        int trimmed = TrimWhileAnotherTrimIsHeldUp(pool, slots[0].Object, itsDisposeThrows, released: slots[(TrimHeldUpMinIdle + 1)..]);
+
+        Assert.That(trimmed, Is.Zero);
+        AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+    }
+
+    // A request a trim has done must not stay behind for the idle timer's next trim, which would then dispose objects
+    // idle for less than the timeout.
+    [Test]
+    public void IdleTimer_AfterATrimLeftTheWorkByAnotherFailed_TrimsOnlyObjectsIdleTooLong()
+    {
+        var time = new ManualTimeProvider();
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = 1, IdleTimeout = TimeSpan.FromSeconds(1), TimeProvider = time });
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
+        foreach (PoolSlot<TrackedObject> slot in slots[..3])
+        {
+            pool.Release(slot);
+        }
+
+        Assert.That(TrimWhileAnotherTrimIsHeldUp(pool, slots[0].Object, itsDisposeThrows: true, released: []), Is.Zero);
+        time.Tick();
+        time.Advance(TimeSpan.FromSeconds(2));
+        foreach (PoolSlot<TrackedObject> slot in slots[3..])
+        {
+            pool.Release(slot);
+        }
+
+        time.Tick();
+
+        Assert.That(pool.AvailableCount, Is.EqualTo(TrimHeldUpObjects - 3), "only the one idle since the first tick was trimmed");
+    }
+
+    /// <summary>
+    /// Runs a Trim() on another thread, held up in the Dispose of <paramref name="first"/> (which then throws if
+    /// <paramref name="itsDisposeThrows"/>); meanwhile releases <paramref name="released"/> and calls Trim() here, whose
+    /// result it returns.
+    /// </summary>
+    private static int TrimWhileAnotherTrimIsHeldUp(TrackedPool pool, TrackedObject first, bool itsDisposeThrows, PoolSlot<TrackedObject>[] released)
+    {
+        using var disposing = new ManualResetEventSlim();
+        using var gate = new ManualResetEventSlim();
+        first.OnDispose = () =>
+        {
+            disposing.Set();
+            gate.Wait(s_waitBound);
+            if (itsDisposeThrows)
+            {
+                throw new InvalidOperationException("dispose failed");
+            }
+        };
+        Exception? failure = null;
+        var trimmer = new Thread(() =>
+        {
+            try
+            {
+                pool.Trim();
+            }
+            catch (InvalidOperationException exception)
+            {
+                failure = exception;
+            }
+        });
+        trimmer.Start();
+        Assert.That(disposing.Wait(s_waitBound), Is.True, "the first trim began");
+        foreach (PoolSlot<TrackedObject> slot in released)
+        {
+            pool.Release(slot);
+        }
+
+        int trimmed = pool.Trim();
+        gate.Set();
+        Assert.That(trimmer.Join(s_waitBound), Is.True);
+        Assert.That(failure is not null, Is.EqualTo(itsDisposeThrows), "the first trim's caller got what the Dispose threw");
+        return trimmed;
     }
 
     /// <summary>

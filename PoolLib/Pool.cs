@@ -388,14 +388,18 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <remarks>
     /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first. A trim already
     /// under way (another thread's, or the idle timer's) is left to do the work: it trims down to MinIdle once more
-    /// before it ends, and this returns 0.
+    /// before it ends, and this returns 0 (what the objects' Dispose throws there goes to that trim's caller, or is
+    /// dropped by the timer).
     /// Every object to dispose is disposed even if some throw; then the one exception is rethrown as
     /// it is, or several in an <see cref="AggregateException"/>.
     /// </remarks>
     public int Trim()
     {
         ThrowIfDisposed();
-        return TrimToMinIdle(idleSince: null, throwFailures: true);
+        List<Exception>? failures = null;
+        int trimmed = TrimToMinIdle(idleSince: null, ref failures);
+        ThrowIfAny(failures);
+        return trimmed;
     }
 
     /// <summary>
@@ -414,7 +418,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         ThrowIfDisposed();
         _registry.RetireAll();
 
-        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, throwFailures: true);
+        List<Exception>? failures = null;
+        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, ref failures);
+        ThrowIfAny(failures);
     }
 
     /// <summary>
@@ -455,7 +461,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         // ThreadInterruptedException on an interrupted thread.
         try
         {
-            DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, throwFailures: true);
+            List<Exception>? failures = null;
+            DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, ref failures);
+            ThrowIfAny(failures);
         }
         finally
         {
@@ -473,29 +481,32 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>Trims and discards what the maintenance timer found, without throwing: the objects are gone either way.</summary>
     internal void DiscardIdleInMaintenance(bool retiredOnly, long? idleSince)
     {
+        List<Exception>? dropped = null;
         if (retiredOnly)
         {
-            DiscardIdle(PoolMetrics.DiscardReason.Expired, keep: 0, retiredOnly: true, idleSince: null, throwFailures: false);
+            DiscardIdle(PoolMetrics.DiscardReason.Expired, keep: 0, retiredOnly: true, idleSince: null, ref dropped);
         }
 
         if (idleSince is not null)
         {
-            TrimToMinIdle(idleSince, throwFailures: false);
+            TrimToMinIdle(idleSince, ref dropped);
         }
     }
 
     /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
     /// if given), unless another trim is under way, which is left to do it (and, for a Trim(), to trim once more).</summary>
-    private int TrimToMinIdle(long? idleSince, bool throwFailures)
+    private int TrimToMinIdle(long? idleSince, ref List<Exception>? failures)
     {
         int discarded = 0;
         while (true)
         {
             if (Interlocked.CompareExchange(ref _trimming, 1, 0) == 0)
             {
+                // A request made before this trim counts its excess is done by it.
+                Interlocked.Exchange(ref _trimAgain, 0);
                 try
                 {
-                    discarded += DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, throwFailures);
+                    discarded += DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, ref failures);
                 }
                 finally
                 {
@@ -869,9 +880,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>The body of <see cref="TakeSlotSlow"/>, with the same parameters and result.</summary>
     private PoolSlot<T>? TakeOrWait(long start, long deadline)
     {
-        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran: first in
-        // the queue then, as it was when served.
-        bool served = false;
+        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran: in the
+        // queue then at the place it had.
+        TakeWaiters<T>.Waiter? served = null;
         while (true)
         {
             if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
@@ -879,12 +890,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            if (deadline <= start || (!served && TrySpinTake(deadline, out slot)))
+            if (deadline <= start || (served is null && TrySpinTake(deadline, out slot)))
             {
                 return slot;
             }
 
-            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 || served ? Stopwatch.GetTimestamp() : start, NewDisposedException, first: served);
+            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 || served is not null ? Stopwatch.GetTimestamp() : start, NewDisposedException, served);
             bool completed;
             try
             {
@@ -907,7 +918,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return accepted;
             }
 
-            served = true;
+            served = waiter;
         }
     }
 
@@ -999,8 +1010,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, StackTrace? trace, CancellationToken cancellationToken)
     {
-        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran: first
-        // in the queue then, as it was when served.
+        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran: in
+        // the queue then at the place it had.
         while (true)
         {
             CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
@@ -1034,7 +1045,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException, first: true);
+            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException, servedBefore: waiter);
         }
     }
 
@@ -1310,14 +1321,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>
     /// Discards idle objects beyond <paramref name="keep"/>: all, the retired ones, or those seen idle
     /// since <paramref name="idleSince"/>; each claimed first, so a concurrent take gets it or nothing.
-    /// Every object is disposed even if some throw; then the failures are rethrown, or dropped.
+    /// Every object is disposed even if some throw; what they throw is added to <paramref name="failures"/>.
     /// </summary>
-    private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, bool throwFailures)
+    private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, ref List<Exception>? failures)
     {
         int excess = keep == 0 ? int.MaxValue : AvailableCount - keep;
         int discarded = 0;
         bool sawReturning = false;
-        List<Exception>? failures = null;
         for (int pass = 0; pass < 2 && excess > 0; pass++)
         {
             foreach (PoolSlot<T>? slot in _registry.Slots)
@@ -1335,10 +1345,19 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                     continue;
                 }
 
-                // Taken and returned between the look and the claim: idle only from then, so it stays.
+                // Taken and returned between the look and the claim: idle only from then, so it stays (unless the pool
+                // was disposed meanwhile, and its Dispose throws).
                 if (!IdleSince(slot, idleSince))
                 {
-                    Store(slot);
+                    try
+                    {
+                        Store(slot);
+                    }
+                    catch (Exception failure)
+                    {
+                        (failures ??= []).Add(failure);
+                    }
+
                     continue;
                 }
 
@@ -1363,11 +1382,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
             Interlocked.MemoryBarrierProcessWide();
             excess = int.MaxValue;
-        }
-
-        if (failures is not null && throwFailures)
-        {
-            ThrowDisposeFailures(failures);
         }
 
         return discarded;
@@ -1434,9 +1448,15 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return $"{(tick < 0 ? name : name[..tick])}<{string.Join(", ", type.GetGenericArguments().Select(DisplayName))}>";
     }
 
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowDisposeFailures(List<Exception> failures)
+    /// <summary>Rethrows the one failure as it is, or several in an <see cref="AggregateException"/>; nothing if none.</summary>
+    [StackTraceHidden]
+    private static void ThrowIfAny(List<Exception>? failures)
     {
+        if (failures is null)
+        {
+            return;
+        }
+
         if (failures.Count == 1)
         {
             ExceptionDispatchInfo.Throw(failures[0]);

@@ -16,8 +16,11 @@ internal sealed class TakeWaiters<T> where T : class
 {
     private const int DisposedFlag = 1 << 30;
 
-    // Guarded by _lock: the takers waiting, oldest first.
+    // Guarded by _lock: the takers waiting, in arrival order.
     private readonly LinkedList<Waiter> _queue = new();
+
+    // Guarded by _lock: the arrival number of the last taker queued.
+    private long _arrivals;
 
     // Uninterruptible: every holder is halfway through something that must finish (a waiter linked
     // but not yet served, a slot claimed but not yet handed over).
@@ -63,12 +66,14 @@ internal sealed class TakeWaiters<T> where T : class
     /// <param name="supply">Where slots and units come from.</param>
     /// <param name="startTimestamp">When the wait began.</param>
     /// <param name="disposed">The exception to throw if the pool is disposed.</param>
-    /// <param name="first">Whether the taker goes ahead of every waiter: it was served, and lost what it was handed
-    /// to maintenance before it ran, so it was the oldest.</param>
+    /// <param name="servedBefore">
+    /// The waiter this taker was, if it was served and lost what it was handed to maintenance before it ran: the
+    /// taker takes that waiter's place in arrival order, ahead of those that came after it.
+    /// </param>
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
-    public Waiter Enqueue(ISupply supply, long startTimestamp, Func<Exception> disposed, bool first = false)
+    public Waiter Enqueue(ISupply supply, long startTimestamp, Func<Exception> disposed, Waiter? servedBefore = null)
     {
-        var waiter = new Waiter(this, startTimestamp);
+        Waiter waiter;
         using (_lock.EnterScope())
         {
             // TryDispose fails the queue after it sets its flag: a waiter linked after that would never be woken.
@@ -77,13 +82,22 @@ internal sealed class TakeWaiters<T> where T : class
                 throw disposed();
             }
 
-            if (first)
+            waiter = new Waiter(this, startTimestamp, servedBefore?.Arrival ?? ++_arrivals);
+
+            // Only a taker served before walks: past the few waiters older than it, also served and waiting again.
+            LinkedListNode<Waiter>? later = servedBefore is null ? null : _queue.First;
+            while (later is not null && later.Value.Arrival < waiter.Arrival)
             {
-                _queue.AddFirst(waiter.Node);
+                later = later.Next;
+            }
+
+            if (later is null)
+            {
+                _queue.AddLast(waiter.Node);
             }
             else
             {
-                _queue.AddLast(waiter.Node);
+                _queue.AddBefore(later, waiter.Node);
             }
 
             Interlocked.Increment(ref _word);
@@ -178,15 +192,19 @@ internal sealed class TakeWaiters<T> where T : class
     {
         private readonly UninterruptibleLock _signal = new();
 
-        public Waiter(TakeWaiters<T> queue, long startTimestamp)
+        public Waiter(TakeWaiters<T> queue, long startTimestamp, long arrival)
             : base(TaskCreationOptions.RunContinuationsAsynchronously)
         {
             Queue = queue;
             StartTimestamp = startTimestamp;
+            Arrival = arrival;
             Node = new LinkedListNode<Waiter>(this);
         }
 
         public TakeWaiters<T> Queue { get; }
+
+        /// <summary>Gets the taker's place in arrival order, which it keeps if it waits again after losing a hand-over.</summary>
+        public long Arrival { get; }
 
         /// <summary>Gets when the take began (<see cref="Stopwatch"/> units): the start of its timeout and of its wait time.</summary>
         public long StartTimestamp { get; }
