@@ -159,6 +159,67 @@ public sealed partial class TcpServerTests
         Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
     }
 
+    // A write that failed on the client's reset ended the connection, though the handler caught its exception and
+    // returned; the next receive then saw the socket shut, and the end was counted as the client's graceful close.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Drops_ClientResetWhileTheHandlerWorksAndItCatchesTheWriteFailure_CountedAsADrop(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
+        using (LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
+        {
+            await client.SendAsync($"wait then write {4 * 1024 * 1024} catching\n", cancellationToken);
+            await handler.Waiting.Task.WaitAsync(cancellationToken);
+            client.Socket.LingerState = new LingerOption(enable: true, seconds: 0);
+        }
+
+        handler.Gate.SetResult();
+        await handler.WriteFailed.Task.WaitAsync(cancellationToken);
+        await handler.Closed.Task.WaitAsync(cancellationToken);
+
+        Assert.That(server.Counters.Drops, Is.EqualTo(1));
+    }
+
+    // An eviction mid-reply shut the socket, and the kernel sent its end of stream after the part of the reply it held:
+    // the client took a cut reply for a whole one. A cut-off while the server sends now resets the connection.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task MinDataRate_EvictedWhileTheReplyIsStillSent_ClientGetsAReset(CancellationToken cancellationToken)
+    {
+        var handler = new ScriptedHandler();
+        handler.Gate.SetResult();
+        await using var server = await StartAsync(
+            handler,
+            options =>
+            {
+                options.MaxConnections = 1;
+                options.SlowConnectionWindow = TimeSpan.FromMilliseconds(200);
+            },
+            cancellationToken);
+        using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 4 * 1024);
+        await reading.SendAsync("big 67108864\n", cancellationToken);
+        await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
+        using LineClient waiting = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await waiting.SendAsync("next\n", cancellationToken);
+        Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "served once the reader, which read nothing, was evicted");
+
+        var buffer = new byte[1024 * 1024];
+        SocketException? reset = null;
+        try
+        {
+            while (await reading.Socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken) > 0)
+            {
+            }
+        }
+        catch (SocketException exception)
+        {
+            reset = exception;
+        }
+
+        Assert.That(reset?.SocketErrorCode, Is.EqualTo(SocketError.ConnectionReset), "a reset, not the end of stream after a cut reply");
+    }
+
     // A handler awaiting its own work owes the client a reply: the connection is busy, not idle. The witness connects
     // after the request, so the sweep that closes it idle would have closed the busy one too.
     [Test]

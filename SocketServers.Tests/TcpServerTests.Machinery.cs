@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Net.Sockets;
 using System.Text;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
@@ -96,6 +97,35 @@ public sealed partial class TcpServerTests
         Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("1: B"), "served once the silent client was evicted");
         Assert.That(await silent.ReadToEndAsync(cancellationToken), Is.Empty);
         Assert.That(server.Counters.Evicted, Is.EqualTo(1));
+    }
+
+    // With RejectWhenFull a client the backlog holds is accepted only to be closed: evicting a connection for it frees a
+    // place nobody takes. The sweep counted such clients as waiting and evicted the quiet holder.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task RejectWhenFull_ClientsKeepComing_QuietConnectionNeverEvicted(CancellationToken cancellationToken)
+    {
+        const int Clients = 2_000;
+        await using var server = await StartAsync(
+            new UppercaseHandler(),
+            options => (options.MaxConnections, options.RejectWhenFull, options.SlowConnectionWindow) = (1, true, TimeSpan.FromMilliseconds(40)),
+            cancellationToken);
+        using LineClient quiet = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await quiet.SendAsync("a\n", cancellationToken);
+        await quiet.ReadLineAsync(cancellationToken);
+
+        for (int i = 0; i < Clients; i++)
+        {
+            using var rejected = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+            await rejected.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        }
+
+        // Each client is rejected, or served in a place an eviction freed.
+        await Poll.UntilAsync(() => server.Counters is var counters && counters.Rejected + counters.TotalConnections - 1 == Clients, cancellationToken);
+
+        Assert.That(server.Counters.Evicted, Is.Zero);
+        await quiet.SendAsync("b\n", cancellationToken);
+        Assert.That(await quiet.ReadLineAsync(cancellationToken), Is.EqualTo("2: B"), "the quiet connection was kept");
     }
 
     // A logging provider that throws while the accept loop rejects a client is an exception the loop does not expect.

@@ -19,6 +19,9 @@ public sealed partial class TcpServerTests
 
         public TaskCompletionSource<int> Closed { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
+        /// <summary>Completed when a write the handler catches has failed.</summary>
+        public TaskCompletionSource WriteFailed { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
         /// <summary>Completed when an await of <see cref="TcpConnection.ConnectionClosed"/> ends: true if it was cancelled.</summary>
         public TaskCompletionSource<bool> CutOffSeen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
@@ -82,6 +85,20 @@ public sealed partial class TcpServerTests
                         await Gate.Task;
                         await connection.WriteAsync(Pattern(int.Parse(bytes, System.Globalization.CultureInfo.InvariantCulture)));
                         await connection.WriteAsync("\n"u8.ToArray());
+                        break;
+                    case ["wait", "then", "write", var bytes, "catching"]:
+                        // As a handler that handles its own write failures and goes on would.
+                        Waiting.TrySetResult();
+                        await Gate.Task;
+                        try
+                        {
+                            await connection.WriteAsync(Pattern(int.Parse(bytes, System.Globalization.CultureInfo.InvariantCulture)));
+                        }
+                        catch (IOException)
+                        {
+                            WriteFailed.TrySetResult();
+                        }
+
                         break;
                     case ["wait"]:
                         Waiting.TrySetResult();

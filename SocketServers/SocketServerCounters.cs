@@ -11,7 +11,7 @@ namespace SocketServers;
 /// <param name="Drops">TCP connections that ended other than by the client's graceful close; UDP datagrams not
 /// answered (SocketServers/README.md lists the causes).</param>
 /// <param name="PoolTotalCount">Args the pool has created and not discarded.</param>
-/// <param name="PoolAvailableCount">Args in the pool now; all of them when the server is idle or stopped.</param>
+/// <param name="PoolAvailableCount">Args in the pool now; all of them when the server is stopped, and when it is idle but for the one a TCP server holds for its next accept (unless it rejects when full).</param>
 /// <param name="Rejected">TCP clients closed at once, over a limit.</param>
 /// <param name="Evicted">TCP connections evicted as slow for a waiting client (also Drops).</param>
 public readonly record struct SocketServerCounters(

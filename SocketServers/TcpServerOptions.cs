@@ -72,7 +72,7 @@ public class TcpServerOptions : SocketServerOptions
     /// this both over their last complete window and since it ended, or, in their first window, since they
     /// opened. So a connection that receives or sends at least this much now (a client streaming a request, or
     /// reading a long reply) is never closed for this, nor one whose handler's call is at work on it. 1024 by default;
-    /// 0 never evicts.</summary>
+    /// 0 never evicts, and nor does <see cref="RejectWhenFull"/>, with which no client waits.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is negative.</exception>
     public int MinDataRate
     {

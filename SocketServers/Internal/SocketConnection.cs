@@ -193,8 +193,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         if (Interlocked.CompareExchange(ref _closeRequest, IdleClose, NoCloseRequest) == NoCloseRequest
             || Interlocked.CompareExchange(ref _closeRequest, IdleClose, HandlerClose) == HandlerClose)
         {
-            Shutdown(SocketShutdown.Both);
-            CancelConnectionClosed();
+            CutOff();
         }
     }
 
@@ -217,8 +216,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         if (Interlocked.CompareExchange(ref _closeRequest, Evicted, NoCloseRequest) == NoCloseRequest)
         {
             _owner.Count.Evicted();
-            Shutdown(SocketShutdown.Both);
-            CancelConnectionClosed();
+            CutOff();
         }
     }
 
@@ -771,6 +769,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// how the connection ended.</summary>
     private void ReportEnd(SocketError error)
     {
+        // A write that failed ended the connection, even if the handler caught its exception and returned.
+        if (error == SocketError.Success)
+        {
+            error = _writeFailure;
+        }
+
         int request = Volatile.Read(ref _closeRequest);
         bool graceful = error == SocketError.Success && request is not (IdleClose or Evicted);
         if (graceful)
@@ -822,6 +826,26 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private void CancelConnectionClosed() => _ = Volatile.Read(ref _connectionClosed)?.CancelAsync();
 
     private long Now() => _clock is null ? Environment.TickCount64 : _clock();
+
+    /// <summary>Idle close or eviction: shuts the socket and cancels the handler's work. Cut off mid-send, the close
+    /// resets the connection: the end of stream after what the kernel holds would make a cut reply look whole.</summary>
+    private void CutOff()
+    {
+        if (Volatile.Read(ref _sending) == 1)
+        {
+            try
+            {
+                _socket.LingerState = new LingerOption(enable: true, seconds: 0);
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                // Closed meanwhile: nothing left to reset.
+            }
+        }
+
+        Shutdown(SocketShutdown.Both);
+        CancelConnectionClosed();
+    }
 
     private void Shutdown(SocketShutdown how)
     {
