@@ -159,6 +159,58 @@ public sealed partial class TcpServerTests
         Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
     }
 
+    // A send waiting for room in the kernel's queue completes only once about a third of it is free: for a client reading
+    // a long reply steadily, far above the minimum rate, that was seconds or minutes away, and the connection looked
+    // idle and slow meanwhile, so it was closed idle or evicted mid-reply. The sweep now sees the queue drain.
+    [TestCase("idle timeout")]
+    [TestCase("eviction")]
+    [CancelAfter(60_000)]
+    public async Task ClientReadingALongReplySlowlyButSteadily_NeitherClosedIdleNorEvicted(string cutOff, CancellationToken cancellationToken)
+    {
+        const int ReplyBytes = 16 * 1024 * 1024;
+        var handler = new ScriptedHandler();
+        await using var server = await StartAsync(
+            handler,
+            options =>
+            {
+                if (cutOff == "idle timeout")
+                {
+                    options.IdleTimeout = TimeSpan.FromSeconds(1);
+                }
+                else
+                {
+                    (options.MaxConnections, options.SlowConnectionWindow) = (1, TimeSpan.FromSeconds(1));
+                }
+            },
+            cancellationToken);
+        using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 16 * 1024);
+        await reading.SendAsync($"big {ReplyBytes}\n", cancellationToken);
+        await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
+        using LineClient? waiting = cutOff == "eviction" ? await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken) : null;
+        if (waiting is not null)
+        {
+            await waiting.SendAsync("next\n", cancellationToken);
+        }
+
+        // 4 KiB every 50 ms, 80 KiB a second, for 3 s: three idle timeouts, or three windows with a client waiting.
+        byte[] buffer = new byte[4 * 1024];
+        long received = 0;
+        for (int read = 0; read < 60; read++)
+        {
+            received += await reading.Socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
+            await Task.Delay(TimeSpan.FromMilliseconds(50), cancellationToken);
+        }
+
+        Assert.That(server.Counters.Drops, Is.Zero, "neither closed idle nor evicted while it read");
+        received += await ReadPacedToNewlineAsync(reading.Socket, TimeSpan.Zero, cancellationToken);
+        reading.Socket.Shutdown(SocketShutdown.Send);
+        Assert.That(received, Is.EqualTo(ReplyBytes + 1), "the whole reply arrived");
+        if (waiting is not null)
+        {
+            Assert.That(await waiting.ReadLineAsync(cancellationToken), Is.EqualTo("NEXT"), "the waiting client was served after it");
+        }
+    }
+
     // A write that failed on the client's reset ended the connection, though the handler caught its exception and
     // returned; the next receive then saw the socket shut, and the end was counted as the client's graceful close.
     [Test]

@@ -118,6 +118,7 @@ internal sealed class IdleAndSlowConnectionSweep
                 continue;
             }
 
+            connection.NoteSendQueueDrain(now);
             long lastActivity = connection.LastActivity;
             if (now - lastActivity >= timeoutMs)
             {

@@ -63,6 +63,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // the sweep. A connection streaming a reply is not slow, whatever it receives.
     private long _bytesMoved;
 
+    // The sweep's alone: what the kernel's send queue has drained while a send waited for room (counted as moved, as
+    // the send's completion later counts the same bytes, so a reader may be judged up to twice as fast), and the bytes
+    // that queue held at the last sweep, or -1 when no send waited.
+    private long _bytesDrained;
+    private int _sendQueueAtSweep = -1;
+
     // The sweep's alone: the data rate over the current and the last window. A mutable struct updated in
     // place, so never readonly: a readonly field would hand the sweep a copy and the window would never move.
     private DataRateWindow _rateWindow;
@@ -199,7 +205,23 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     /// <summary>Sweep only: restarts the data-rate window while the handler is at work, so that the connection is judged
     /// afresh, by what it moves from the end of that work on.</summary>
-    public void RestartRateWindow(long now) => _rateWindow.Restart(now, Volatile.Read(ref _bytesMoved));
+    public void RestartRateWindow(long now) => _rateWindow.Restart(now, Volatile.Read(ref _bytesMoved) + _bytesDrained);
+
+    /// <summary>
+    /// Sweep only: while a send waits for room in the kernel's queue, counts the queue's drain since the last sweep as
+    /// bytes moved and as activity, so that a client reading a long reply steadily is neither idle nor slow.
+    /// </summary>
+    public void NoteSendQueueDrain(long now)
+    {
+        int queued = Volatile.Read(ref _sending) == 1 && KernelSendQueue.Bytes(_socket) is { } bytes ? bytes : -1;
+        if (queued >= 0 && _sendQueueAtSweep > queued)
+        {
+            _bytesDrained += _sendQueueAtSweep - queued;
+            Volatile.Write(ref _lastActivity, Math.Max(now, Volatile.Read(ref _lastActivity)));
+        }
+
+        _sendQueueAtSweep = queued;
+    }
 
     /// <summary>Gets whether a handler's call is at work for the connection (not waiting on a send): the server owes the
     /// client a reply, so the connection is neither idle nor slow.</summary>
@@ -208,7 +230,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// <summary>Sweep only: whether the connection receives and sends less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
     public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
-        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesMoved), windowMs, minDataRate, judgedAfterMs);
+        => _rateWindow.IsSlow(now, Volatile.Read(ref _bytesMoved) + _bytesDrained, windowMs, minDataRate, judgedAfterMs);
 
     /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
     public void Evict()
