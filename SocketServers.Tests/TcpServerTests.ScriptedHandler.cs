@@ -71,6 +71,25 @@ public sealed partial class TcpServerTests
                         await write;
                         await connection.WriteAsync("\n"u8.ToArray());
                         break;
+                    case ["big", var size, "catching"]:
+                        // As a handler that catches its write's failure and then has work to finish (until the gate) would.
+                        try
+                        {
+                            ValueTask bigWrite = connection.WriteAsync(Pattern(int.Parse(size, System.Globalization.CultureInfo.InvariantCulture)));
+                            if (!bigWrite.IsCompleted)
+                            {
+                                WriteBlocked.TrySetResult(Handled);
+                            }
+
+                            await bigWrite;
+                        }
+                        catch (IOException)
+                        {
+                            WriteFailed.TrySetResult();
+                            await Gate.Task;
+                        }
+
+                        break;
                     case ["stream", var chunks]:
                         for (int chunk = int.Parse(chunks, System.Globalization.CultureInfo.InvariantCulture); chunk > 0; chunk--)
                         {

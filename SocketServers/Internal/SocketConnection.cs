@@ -457,9 +457,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 error = await ServeAsync().ConfigureAwait(false);
             }
         }
-        catch (ObjectDisposedException) when (Volatile.Read(ref _closeRequest) == Aborted)
+        catch (ObjectDisposedException) when (Volatile.Read(ref _closeRequest) is Aborted or IdleClose or Evicted)
         {
-            // The end of the stop grace period disposed the socket under the loop.
+            // The end of the stop grace period, or a cut-off mid-reply, disposed the socket under the loop.
             error = SocketError.OperationAborted;
         }
         catch (IOException) when (_writeFailure != SocketError.Success)
@@ -849,11 +849,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     private long Now() => _clock is null ? Environment.TickCount64 : _clock();
 
-    /// <summary>Idle close or eviction: shuts the socket and cancels the handler's work. Cut off mid-send, the close
-    /// resets the connection: the end of stream after what the kernel holds would make a cut reply look whole.</summary>
+    /// <summary>Idle close or eviction: ends the connection and cancels the handler's work. Cut off mid-reply, it resets
+    /// the connection at once: a shut send side would end the stream after the part the kernel holds, and the client
+    /// would take a cut reply for a whole one. The loop then meets the closed socket as after the stop's abort.</summary>
     private void CutOff()
     {
-        if (Volatile.Read(ref _sending) == 1)
+        if (Volatile.Read(ref _sending) == 1 || Volatile.Read(ref _inHandlerCall) == 1)
         {
             try
             {
@@ -863,9 +864,14 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             {
                 // Closed meanwhile: nothing left to reset.
             }
+
+            _socket.Dispose();
+        }
+        else
+        {
+            Shutdown(SocketShutdown.Both);
         }
 
-        Shutdown(SocketShutdown.Both);
         CancelConnectionClosed();
     }
 
