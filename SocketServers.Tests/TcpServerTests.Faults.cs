@@ -169,20 +169,7 @@ public sealed partial class TcpServerTests
     {
         const int ReplyBytes = 16 * 1024 * 1024;
         var handler = new ScriptedHandler();
-        await using var server = await StartAsync(
-            handler,
-            options =>
-            {
-                if (cutOff == "idle timeout")
-                {
-                    options.IdleTimeout = TimeSpan.FromSeconds(1);
-                }
-                else
-                {
-                    (options.MaxConnections, options.SlowConnectionWindow) = (1, TimeSpan.FromSeconds(1));
-                }
-            },
-            cancellationToken);
+        await using var server = await StartAsync(handler, CutOffAfter(cutOff, TimeSpan.FromSeconds(1)), cancellationToken);
         using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 16 * 1024);
         await reading.SendAsync($"big {ReplyBytes}\n", cancellationToken);
         await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
@@ -242,20 +229,7 @@ public sealed partial class TcpServerTests
     public async Task CutOff_WhileTheReplyIsStillSentAndTheHandlerGoesOn_ClientGetsAReset(string cutOff, CancellationToken cancellationToken)
     {
         var handler = new ScriptedHandler();
-        await using var server = await StartAsync(
-            handler,
-            options =>
-            {
-                if (cutOff == "idle timeout")
-                {
-                    options.IdleTimeout = TimeSpan.FromMilliseconds(200);
-                }
-                else
-                {
-                    (options.MaxConnections, options.SlowConnectionWindow) = (1, TimeSpan.FromMilliseconds(200));
-                }
-            },
-            cancellationToken);
+        await using var server = await StartAsync(handler, CutOffAfter(cutOff, TimeSpan.FromMilliseconds(200)), cancellationToken);
         using LineClient reading = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken, receiveBufferSize: 4 * 1024);
         await reading.SendAsync("big 67108864 catching\n", cancellationToken);
         await handler.WriteBlocked.Task.WaitAsync(cancellationToken);
@@ -375,6 +349,20 @@ public sealed partial class TcpServerTests
 
         return received;
     }
+
+    /// <summary>Options under which the server cuts a connection off: closed idle after <paramref name="after"/>, or (for
+    /// <c>"eviction"</c>) evicted for a waiting client when one window of <paramref name="after"/> finds it slow.</summary>
+    private static Action<TcpServerOptions> CutOffAfter(string cutOff, TimeSpan after) => options =>
+    {
+        if (cutOff == "idle timeout")
+        {
+            options.IdleTimeout = after;
+        }
+        else
+        {
+            (options.MaxConnections, options.SlowConnectionWindow) = (1, after);
+        }
+    };
 
     /// <summary>A send that does not wait; the error the kernel gave, which is a reset's once the peer has closed.</summary>
     private static SocketError SendNow(Socket socket, byte[] data)
