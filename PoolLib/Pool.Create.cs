@@ -39,4 +39,33 @@ public static class Pool
         ArgumentNullException.ThrowIfNull(factory);
         return new FactoryPool<T>(options, factory, cleanUp);
     }
+
+    /// <summary>
+    /// Creates a pool as <paramref name="options"/> say, that makes its objects asynchronously with <paramref name="factory"/>,
+    /// in the background (see <see cref="Pool{T}.ObjectConstructorAsync"/>), and begins filling <see cref="PoolOptions.MinIdle"/>.
+    /// </summary>
+    /// <typeparam name="T">The pooled type.</typeparam>
+    /// <param name="options">The cap, the name, the bounds on creation and the optional features; read once, here.</param>
+    /// <param name="factory">
+    /// Makes one new object, for example a connection; never returns <see langword="null"/>. Its token is cancelled at
+    /// <see cref="PoolOptions.CreateTimeout"/> or when the pool is disposed.
+    /// </param>
+    /// <param name="cleanUp">Resets an object on its way back (see <see cref="Pool{T}.CleanUp"/>); <see langword="null"/> for none.</param>
+    /// <returns>A pool named <see cref="PoolOptions.Name"/>, or <c>Pool&lt;T&gt;</c> after <typeparamref name="T"/>'s name.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="factory"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range; the parameter name names it.</exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
+    /// <remarks>
+    /// <see cref="Pool{T}.TakeSlotAsync"/> never blocks a thread on a creation; <see cref="Pool{T}.TakeSlot"/> and
+    /// <see cref="Pool{T}.TryTakeSlot(TimeSpan, out PoolSlot{T})"/> block only their caller. MinIdle, filled from here on,
+    /// is how such a pool is pre-warmed.
+    /// </remarks>
+    [SuppressMessage("ApiDesign", "RS0026", Justification = "The overloads differ in their first parameter, never in the optional clean-up.")]
+    public static Pool<T> Create<T>(PoolOptions options, Func<CancellationToken, ValueTask<T>> factory, Action<T>? cleanUp = null)
+        where T : class
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        ArgumentNullException.ThrowIfNull(factory);
+        return new AsyncFactoryPool<T>(options, factory, cleanUp);
+    }
 }

@@ -29,6 +29,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private readonly IdleSlotStacks<T> _idleStacks = new();
     private readonly TakeWaiters<T> _waiters = new();
     private readonly PoolMaintenance<T>? _maintenance;
+
+    // Makes objects in the background: for every taker where the pool creates asynchronously, else only to fill MinIdle; null for neither.
+    private readonly PoolCreator<T>? _creator;
+    private readonly bool _createsAsynchronously;
+
+    // How long an object may be idle before TakeSlotAsync runs ValidateAsync on it, in TimeProvider units; 0 never.
+    private readonly long _validateAfterIdle;
     private readonly string _name;
     private readonly int _minIdle;
     private readonly TimeProvider _time;
@@ -95,7 +102,23 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         _maintenance = PoolMaintenance<T>.Create(this, options);
         _tracksIdleTime = _maintenance?.TracksIdleTime ?? false;
         _resetsObjects = resetsObjects;
-        _releasesSlowly = _tracksIdleTime | resetsObjects;
+        _validateAfterIdle = options.ValidateAfterIdle is { } idle ? Math.Max(1, (long)(idle.TotalSeconds * _time.TimestampFrequency)) : 0;
+        _releasesSlowly = _tracksIdleTime | resetsObjects | _validateAfterIdle != 0;
+
+        // Which of the two constructors the subclass overrides decides how the pool creates: the delegates bind to the overrides.
+        Func<CancellationToken, ValueTask<T>> constructAsync = ObjectConstructorAsync;
+        Func<T> construct = ObjectConstructor;
+        _createsAsynchronously = constructAsync.Method.DeclaringType != typeof(Pool<T>);
+        if (!_createsAsynchronously && construct.Method.DeclaringType == typeof(Pool<T>))
+        {
+            throw new NotSupportedException($"The pool '{_name}' overrides neither {nameof(ObjectConstructor)} nor {nameof(ObjectConstructorAsync)}: it has no way to make an object.");
+        }
+
+        if (_createsAsynchronously || options.FillMinIdle == true)
+        {
+            _creator = new PoolCreator<T>(this, options, constructAsync, servesWaiters: _createsAsynchronously, fillsMinIdle: options.FillMinIdle ?? true);
+        }
+
         PoolMetrics.Track(this);
     }
 
@@ -163,6 +186,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         slot = TakeFast(out bool foundNone) ?? (foundNone ? null : TakeSlotSlow(start: 0, deadline: 0));
+        if (slot is null && _createsAsynchronously)
+        {
+            // Nothing idle: a creation for the next taker, if none is under way for it.
+            _creator!.Pump(extra: 1);
+        }
+
         return slot is not null;
     }
 
@@ -212,6 +241,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             // From user code (ObjectConstructor, HoldSlotInObject, Validate, a refused object's Dispose), as the slow path reports it.
             return ValueTask.FromException<PoolSlot<T>>(failure);
+        }
+
+        if (_validateAfterIdle != 0)
+        {
+            return slot is not null && !IsIdleTooLong(slot) ? new ValueTask<PoolSlot<T>>(slot) : TakeCheckedAsync(slot, cancellationToken);
         }
 
         return slot is not null ? new ValueTask<PoolSlot<T>>(slot) : TakeSlotSlowAsync(cancellationToken);
@@ -295,11 +329,27 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>Makes one new object. Called only while the cap allows one more.</summary>
     /// <returns>The new object; never <see langword="null"/>.</returns>
+    /// <exception cref="NotSupportedException">Not overridden: a pool overrides this or <see cref="ObjectConstructorAsync"/>.</exception>
     /// <remarks>
-    /// May run on several threads at once. If it throws, the place under the cap is given back and
+    /// May run on several threads at once, on the taker's thread. If it throws, the place under the cap is given back and
     /// the exception reaches the taker; returning <see langword="null"/> throws <see cref="InvalidOperationException"/>.
     /// </remarks>
-    protected abstract T ObjectConstructor();
+    protected virtual T ObjectConstructor() =>
+        throw new NotSupportedException($"The pool '{_name}' makes its objects with {nameof(ObjectConstructorAsync)}.");
+
+    /// <summary>
+    /// Makes one new object asynchronously, for example a connection. A pool whose class overrides this creates in
+    /// the background, never on a taker's thread; see <see cref="PoolOptions.MaxConcurrentCreations"/>.
+    /// </summary>
+    /// <param name="cancellationToken">Cancelled at <see cref="PoolOptions.CreateTimeout"/>, or when the pool is disposed.</param>
+    /// <returns>The new object; never <see langword="null"/>.</returns>
+    /// <remarks>
+    /// The default calls <see cref="ObjectConstructor"/>. Creations are tied to no taker: each object serves the oldest
+    /// waiter, or goes idle. A failure fails the oldest waiter that needs a creation with this method's exception (or a
+    /// <see cref="TimeoutException"/> at the timeout), and the pool backs off before it tries again: during the
+    /// back-off a take that needs a creation fails at once with the same exception, and one that a release can serve waits.
+    /// </remarks>
+    protected virtual ValueTask<T> ObjectConstructorAsync(CancellationToken cancellationToken) => new(ObjectConstructor());
 
     /// <summary>Resets an object on its way back, before any other taker can see it.</summary>
     /// <param name="object">The object being released.</param>
@@ -328,6 +378,20 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// object is discarded and the exception reaches the taker. The default returns <see langword="true"/>.
     /// </remarks>
     protected virtual bool Validate(T @object) => true;
+
+    /// <summary>
+    /// Says whether an object idle longer than <see cref="PoolOptions.ValidateAfterIdle"/> may still be handed out,
+    /// checking it in a way that may take a round trip (a ping); called by <see cref="TakeSlotAsync"/> only.
+    /// </summary>
+    /// <param name="object">The idle object about to be handed to the taker.</param>
+    /// <param name="cancellationToken">The take's token.</param>
+    /// <returns><see langword="false"/> to discard the object; the take then goes on with another idle object or a new one.</returns>
+    /// <remarks>
+    /// Runs after <see cref="Validate"/>, on the object rented to the taking call. If it throws, the object is discarded and the
+    /// exception reaches the taker, but for an <see cref="OperationCanceledException"/> of the take's token, which
+    /// puts the object back idle. The default returns <see langword="true"/>.
+    /// </remarks>
+    protected virtual ValueTask<bool> ValidateAsync(T @object, CancellationToken cancellationToken) => new(true);
 
     /// <summary>Creates up to <paramref name="count"/> objects and stores them idle, within the cap.</summary>
     /// <param name="count">How many objects to create; zero or more.</param>
@@ -361,11 +425,36 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return false;
         }
 
-        // Unless maintenance took the new rental back while HoldSlotInObject ran: the object is gone then.
-        PoolSlot<T> slot = CreateSlot();
+        StoreNew(CreateSlot());
+        return true;
+    }
+
+    /// <summary>Stores an object a background creation made, with the unit of the cap it took; disposes it if the pool is disposed.</summary>
+    internal void AddCreated(T @object, int retirements)
+    {
+        if (_waiters.IsDisposed)
+        {
+            try
+            {
+                (@object as IDisposable)?.Dispose();
+            }
+            finally
+            {
+                ReturnUnit();
+            }
+
+            return;
+        }
+
+        StoreNew(CreateSlot(@object, retirements));
+    }
+
+    /// <summary>Makes a new rented slot idle; unless maintenance took the rental back while HoldSlotInObject ran: the object is gone then.</summary>
+    private void StoreNew(PoolSlot<T> slot)
+    {
         if (!slot.TryBeginReturn())
         {
-            return true;
+            return;
         }
 
         if (slot.IsRetired)
@@ -377,9 +466,29 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             Store(slot);
         }
-
-        return true;
     }
+
+    /// <summary>Gets the registry's count of clears, read before a background creation begins (see <see cref="CreateSlot(T, int)"/>).</summary>
+    internal int Retirements => _registry.Retirements;
+
+    /// <summary>Gets how many more objects the cap allows.</summary>
+    internal int Room => _allocationBudget.CurrentCount;
+
+    /// <summary>Takes a unit of the cap for a background creation.</summary>
+    internal bool TryTakeCreationUnit() => _allocationBudget.TryTake();
+
+    /// <summary>Gives back the unit of a background creation that failed.</summary>
+    internal void ReturnCreationUnit() => ReturnUnit();
+
+    /// <summary>Fails the oldest <paramref name="count"/> waiters with a creation's failure.</summary>
+    internal void FailWaiters(int count, Exception failure) => _waiters.FailOldest(count, failure);
+
+    /// <summary>
+    /// Begins keeping <see cref="PoolOptions.MinIdle"/> objects idle now, where the pool fills it (see
+    /// <see cref="PoolOptions.FillMinIdle"/>), instead of at the first take that finds nothing idle.
+    /// </summary>
+    /// <remarks>Call it at the end of a subclass's constructor, once what the constructors read is set; calling it again does nothing.</remarks>
+    protected void StartFillingMinIdle() => _creator?.StartFilling();
 
     /// <summary>Disposes idle objects down to <see cref="PoolOptions.MinIdle"/>.</summary>
     /// <returns>How many idle objects were disposed.</returns>
@@ -469,6 +578,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             try
             {
+                _creator?.Dispose();
                 _maintenance?.Dispose();
             }
             finally
@@ -675,6 +785,16 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         refused = false;
+        if (_creator is not null)
+        {
+            _creator.StartFilling();
+            if (_createsAsynchronously)
+            {
+                // Made in the background, for the oldest waiter: this taker waits (or does not) as any other.
+                return null;
+            }
+        }
+
         if (!_allocationBudget.TryTake())
         {
             return null;
@@ -755,6 +875,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         {
             // Idle from now: the idle sweep stamps it the first time it finds it in the pool.
             Volatile.Write(ref slot.History!.IdleSince, 0);
+        }
+
+        if (_validateAfterIdle != 0)
+        {
+            Volatile.Write(ref slot.History!.ReleasedAt, _time.GetTimestamp());
         }
 
         if (CleanUpOrDiscard(slot))
@@ -895,7 +1020,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 || served is not null ? Stopwatch.GetTimestamp() : start, NewDisposedException, served);
+            TakeWaiters<T>.Waiter waiter = Enqueue(start == 0 || served is not null ? Stopwatch.GetTimestamp() : start, served);
             bool completed;
             try
             {
@@ -987,6 +1112,71 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return false;
     }
 
+    /// <summary>
+    /// Takes as <see cref="TakeSlotAsync"/> does where <see cref="PoolOptions.ValidateAfterIdle"/> is set: each object
+    /// idle longer than that is checked with <see cref="ValidateAsync"/>, and the take goes on past those that fail.
+    /// </summary>
+    /// <param name="slot">An object already taken, or <see langword="null"/>.</param>
+    /// <param name="cancellationToken">The take's token.</param>
+    private async ValueTask<PoolSlot<T>> TakeCheckedAsync(PoolSlot<T>? slot, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            slot ??= await (TakeFast(out _) is { } taken ? new ValueTask<PoolSlot<T>>(taken) : TakeSlotSlowAsync(cancellationToken)).ConfigureAwait(false);
+            if (!IsIdleTooLong(slot) || await IsHealthyOrDiscardedAsync(slot, cancellationToken).ConfigureAwait(false))
+            {
+                return slot;
+            }
+
+            slot = null;
+        }
+    }
+
+    /// <summary>Whether a rented slot's object was idle longer than <see cref="PoolOptions.ValidateAfterIdle"/> before this take.</summary>
+    private bool IsIdleTooLong(PoolSlot<T> slot) =>
+        slot.History is { } history && _time.GetTimestamp() - Volatile.Read(ref history.ReleasedAt) >= _validateAfterIdle;
+
+    /// <summary>
+    /// Runs <see cref="ValidateAsync"/> on a rented slot's object; discards it if it fails or throws, and puts it back idle,
+    /// unused, if the take is cancelled meanwhile. False too if maintenance took the rental back as abandoned meanwhile.
+    /// </summary>
+    private async ValueTask<bool> IsHealthyOrDiscardedAsync(PoolSlot<T> slot, CancellationToken cancellationToken)
+    {
+        bool healthy;
+        try
+        {
+            healthy = await ValidateAsync(slot.Object, cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            if (slot.TryBeginReturn())
+            {
+                StoreAgain(slot);
+            }
+
+            throw;
+        }
+        catch (Exception failure)
+        {
+            if (slot.TryBeginReturn())
+            {
+                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            }
+
+            throw;
+        }
+
+        if (!healthy)
+        {
+            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
+            return false;
+        }
+
+        // Found healthy now: as fresh as a release would leave it.
+        Volatile.Write(ref slot.History!.ReleasedAt, _time.GetTimestamp());
+        return slot.IsRented;
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     private ValueTask<PoolSlot<T>> TakeSlotSlowAsync(CancellationToken cancellationToken)
     {
@@ -1000,7 +1190,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return new ValueTask<PoolSlot<T>>(slot);
             }
 
-            return new ValueTask<PoolSlot<T>>(WaitAsync(_waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException), trace, cancellationToken));
+            return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(Stopwatch.GetTimestamp(), servedBefore: null), trace, cancellationToken));
         }
         catch (Exception failure)
         {
@@ -1045,7 +1235,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            waiter = _waiters.Enqueue(this, Stopwatch.GetTimestamp(), NewDisposedException, servedBefore: waiter);
+            waiter = Enqueue(Stopwatch.GetTimestamp(), servedBefore: waiter);
         }
     }
 
@@ -1077,6 +1267,18 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         return CreateRentedSlot(hints);
+    }
+
+    /// <summary>Queues a taker (see <see cref="TakeWaiters{T}.Enqueue"/>); where the pool creates asynchronously, starts a creation if it needs one.</summary>
+    private TakeWaiters<T>.Waiter Enqueue(long startTimestamp, TakeWaiters<T>.Waiter? servedBefore)
+    {
+        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, startTimestamp, NewDisposedException, servedBefore);
+        if (_createsAsynchronously)
+        {
+            _creator!.Pump();
+        }
+
+        return waiter;
     }
 
     /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
@@ -1171,7 +1373,36 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private T Construct()
     {
         long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
-        T @object = ObjectConstructor() ?? throw new InvalidOperationException($"The pool '{_name}' got null from {nameof(ObjectConstructor)} (or the factory given to Pool.Create).");
+        T? @object;
+        if (_createsAsynchronously)
+        {
+            // Only the callers that must have an object now come here (TryAllocatePush, the ObjectPool adapter): they wait for it.
+            ValueTask<T> creating = ObjectConstructorAsync(CancellationToken.None);
+            @object = creating.IsCompletedSuccessfully ? creating.Result : creating.AsTask().GetAwaiter().GetResult();
+        }
+        else
+        {
+            @object = ObjectConstructor();
+        }
+
+        return Constructed(@object, start);
+    }
+
+    /// <summary>Makes one object with <paramref name="construct"/> (<see cref="ObjectConstructorAsync"/>), for the background creations.</summary>
+    internal async ValueTask<T> ConstructAsync(Func<CancellationToken, ValueTask<T>> construct, CancellationToken cancellationToken)
+    {
+        long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
+        return Constructed(await construct(cancellationToken).ConfigureAwait(false), start);
+    }
+
+    /// <summary>Checks a new object and records how long it took to make, if a listener wants that.</summary>
+    private T Constructed(T? @object, long start)
+    {
+        if (@object is null)
+        {
+            throw new InvalidOperationException($"The pool '{_name}' got null from {(_createsAsynchronously ? nameof(ObjectConstructorAsync) : nameof(ObjectConstructor))} (or the factory given to Pool.Create).");
+        }
+
         if (start != 0)
         {
             PoolMetrics.Constructed(_name, _time.GetElapsedTime(start));
@@ -1196,7 +1427,15 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             throw;
         }
 
-        var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() };
+        return CreateSlot(@object, retirements);
+    }
+
+    /// <summary>Gives a new object its slot, rented, with one unit of the cap the caller already holds.</summary>
+    /// <param name="object">The object.</param>
+    /// <param name="retirements">The registry's <see cref="SlotRegistry{T}.Retirements"/> from before the object was made.</param>
+    private PoolSlot<T> CreateSlot(T @object, int retirements)
+    {
+        var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() ?? (_validateAfterIdle != 0 ? new SlotHistory(_time.GetTimestamp()) : null) };
         try
         {
             _registry.Add(slot, retirements);
@@ -1401,6 +1640,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             bool unused = false;
             _waiters.Serve(this, released: null, scan: false, ref unused);
         }
+
+        _creator?.Pump();
     }
 
     bool TakeWaiters<T>.ISupply.TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
@@ -1415,7 +1656,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return false;
     }
 
-    bool TakeWaiters<T>.ISupply.TryTakeUnit() => _allocationBudget.TryTake();
+    // An asynchronous pool's waiters are served by its creations, never handed a unit to make an object with.
+    bool TakeWaiters<T>.ISupply.TryTakeUnit() => !_createsAsynchronously && _allocationBudget.TryTake();
 
     private void ThrowIfDisposed()
     {

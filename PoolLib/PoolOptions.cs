@@ -11,6 +11,12 @@ public sealed class PoolOptions
     /// <summary>The default of <see cref="LeakSamplingInterval"/>: one rental in this many records where it was taken.</summary>
     public const int DefaultLeakSamplingInterval = 128;
 
+    /// <summary>The default of <see cref="MaxConcurrentCreations"/>.</summary>
+    public const int DefaultMaxConcurrentCreations = 8;
+
+    /// <summary>The default of <see cref="CreateTimeout"/>: 30 seconds.</summary>
+    public static readonly TimeSpan DefaultCreateTimeout = TimeSpan.FromSeconds(30);
+
     /// <summary>Gets or sets the cap on objects alive at once, idle and rented together; at least 1. Required.</summary>
     public int MaxCapacity { get; set; }
 
@@ -76,6 +82,52 @@ public sealed class PoolOptions
     public TimeSpan? AbandonedRentalTimeout { get; set; }
 
     /// <summary>
+    /// Gets or sets how many objects a pool that makes them asynchronously (see
+    /// <see cref="Pool{T}.ObjectConstructorAsync"/>) makes at once, at least 1; the default is
+    /// <see cref="DefaultMaxConcurrentCreations"/>.
+    /// </summary>
+    /// <remarks>
+    /// Takers beyond it wait in the same queue as every other taker, served by whichever object comes first. After a
+    /// failed creation the pool makes one at a time until one succeeds. A pool that makes its objects synchronously
+    /// ignores it: each taker makes its own, as the cap allows.
+    /// </remarks>
+    public int MaxConcurrentCreations { get; set; } = DefaultMaxConcurrentCreations;
+
+    /// <summary>
+    /// Gets or sets how long an asynchronous creation may take before its cancellation token is cancelled and it
+    /// fails with <see cref="TimeoutException"/>; <see langword="null"/> for no limit. The default is
+    /// <see cref="DefaultCreateTimeout"/>.
+    /// </summary>
+    /// <remarks>
+    /// Apart from a take's own timeout: a creation is not tied to the taker that started it. A factory that ignores
+    /// its token keeps its place among <see cref="MaxConcurrentCreations"/> until it returns. A pool that makes its
+    /// objects synchronously ignores it.
+    /// </remarks>
+    public TimeSpan? CreateTimeout { get; set; } = DefaultCreateTimeout;
+
+    /// <summary>
+    /// Gets or sets how long an object may stay idle before <see cref="Pool{T}.TakeSlotAsync"/> checks it with
+    /// <see cref="Pool{T}.ValidateAsync"/> before handing it out; <see langword="null"/> (the default) never.
+    /// </summary>
+    /// <remarks>
+    /// While it is set, each release reads the clock once, and each asynchronous take reads it once for the object
+    /// it found; synchronous takes run only <see cref="Pool{T}.Validate"/>. An object that fails is discarded and
+    /// the take goes on with another.
+    /// </remarks>
+    public TimeSpan? ValidateAfterIdle { get; set; }
+
+    /// <summary>
+    /// Gets or sets whether the pool keeps <see cref="MinIdle"/> objects idle by making them in the background,
+    /// within <see cref="MaxConcurrentCreations"/>: <see langword="null"/> (the default) for a pool that makes its
+    /// objects asynchronously, <see langword="true"/> or <see langword="false"/> to choose.
+    /// </summary>
+    /// <remarks>
+    /// Filling begins at the pool's first take, or when <see cref="Pool.Create{T}(PoolOptions, Func{CancellationToken, ValueTask{T}}, Action{T}?)"/>
+    /// returns it, and goes on after every discard, trim and expiry. A failed creation backs off before the next.
+    /// </remarks>
+    public bool? FillMinIdle { get; set; }
+
+    /// <summary>
     /// Gets or sets the clock and timers the pool uses for its time-based options and for the
     /// <c>pool.use_time</c> and <c>pool.create_time</c> histograms; <see langword="null"/> (the default)
     /// for <see cref="TimeProvider.System"/>.
@@ -91,17 +143,24 @@ public sealed class PoolOptions
         ArgumentOutOfRangeException.ThrowIfNegative(MinIdle, $"options.{nameof(MinIdle)}");
         ArgumentOutOfRangeException.ThrowIfGreaterThan(MinIdle, MaxCapacity, $"options.{nameof(MinIdle)}");
         ArgumentOutOfRangeException.ThrowIfNegative(LeakSamplingInterval, $"options.{nameof(LeakSamplingInterval)}");
+        ArgumentOutOfRangeException.ThrowIfLessThan(MaxConcurrentCreations, 1, $"options.{nameof(MaxConcurrentCreations)}");
         if (Name is { } name && string.IsNullOrWhiteSpace(name))
         {
             throw new ArgumentException("The pool's name must not be empty or white space.", $"options.{nameof(Name)}");
         }
 
-        foreach ((TimeSpan? span, string option) in TimeSpans)
+        foreach ((TimeSpan? span, string option) in TimeSpans.Append((CreateTimeout, nameof(CreateTimeout))).Append((ValidateAfterIdle, nameof(ValidateAfterIdle))))
         {
             if (span is { } positive)
             {
                 ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(positive, TimeSpan.Zero, $"options.{option}");
             }
+        }
+
+        // The creation's timer takes at most this many milliseconds.
+        if (CreateTimeout is { } createTimeout)
+        {
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(createTimeout, TimeSpan.FromMilliseconds(uint.MaxValue - 1), $"options.{nameof(CreateTimeout)}");
         }
     }
 

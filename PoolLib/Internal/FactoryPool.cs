@@ -17,10 +17,11 @@ internal sealed class FactoryPool<T> : Pool<T> where T : class
     {
         _factory = factory;
         _cleanUp = cleanUp;
+        StartFillingMinIdle();
     }
 
     // Array covariance: a T[] is an IResettable[] exactly when T implements IResettable.
-    private static bool IsResettable => Array.Empty<T>() is IResettable[];
+    internal static bool IsResettable => Array.Empty<T>() is IResettable[];
 
     protected override T ObjectConstructor() => _factory();
 

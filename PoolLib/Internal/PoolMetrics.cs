@@ -24,6 +24,9 @@ internal static class PoolMetrics
     private static readonly Counter<long> s_created = s_meter.CreateCounter<long>(
         "pool.objects.created", "{object}", "Objects the pool has created.");
 
+    private static readonly Counter<long> s_createFailures = s_meter.CreateCounter<long>(
+        "pool.objects.create_failures", "{creation}", "Background creations that failed, by reason: failed or timed_out.");
+
     private static readonly Counter<long> s_discarded = s_meter.CreateCounter<long>(
         "pool.objects.discarded", "{object}", "Objects the pool has disposed of, by reason.");
 
@@ -100,6 +103,17 @@ internal static class PoolMetrics
     // place under the cap.
 
     public static void Created(string poolName) => Add(s_created, poolName);
+
+    public static void CreateFailed(string poolName, bool timedOut)
+    {
+        try
+        {
+            s_createFailures.Add(1, new KeyValuePair<string, object?>(PoolNameTag, poolName), new KeyValuePair<string, object?>("reason", timedOut ? "timed_out" : "failed"));
+        }
+        catch (Exception)
+        {
+        }
+    }
 
     public static void Discarded(string poolName, DiscardReason reason)
     {

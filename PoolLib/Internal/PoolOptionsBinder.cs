@@ -20,6 +20,10 @@ internal static class PoolOptionsBinder
         new(nameof(PoolOptions.LeakDetectionThreshold), (options, value) => options.LeakDetectionThreshold = Span(value)),
         new(nameof(PoolOptions.LeakSamplingInterval), (options, value) => options.LeakSamplingInterval = Number(value)),
         new(nameof(PoolOptions.AbandonedRentalTimeout), (options, value) => options.AbandonedRentalTimeout = Span(value)),
+        new(nameof(PoolOptions.MaxConcurrentCreations), (options, value) => options.MaxConcurrentCreations = Number(value)),
+        new(nameof(PoolOptions.CreateTimeout), (options, value) => options.CreateTimeout = Span(value)),
+        new(nameof(PoolOptions.ValidateAfterIdle), (options, value) => options.ValidateAfterIdle = Span(value)),
+        new(nameof(PoolOptions.FillMinIdle), (options, value) => options.FillMinIdle = Flag(value)),
     ];
 
     /// <summary>Makes the options <paramref name="section"/> holds, checked as a pool's constructor checks them.</summary>
@@ -75,6 +79,11 @@ internal static class PoolOptionsBinder
         int.TryParse(value, NumberStyles.Integer, CultureInfo.InvariantCulture, out int number)
             ? number
             : throw new FormatException("expects a whole number.");
+
+    private static bool? Flag(string value) =>
+        value.Length == 0 ? null
+            : bool.TryParse(value, out bool flag) ? flag
+            : throw new FormatException("expects true or false.");
 
     // Hours, minutes and seconds always: TimeSpan.Parse alone reads "5" as five days and "00:05" as five minutes.
     private static TimeSpan? Span(string value) =>

@@ -11,6 +11,9 @@ internal sealed class SlotHistory(long createdAt)
     /// <summary>When the object was made; read by the lifetime sweep.</summary>
     public long CreatedAt { get; } = createdAt;
 
+    // When the object was last released, made, or found healthy by ValidateAsync; written only while ValidateAfterIdle is on.
+    public long ReleasedAt = createdAt;
+
     // 0 from each release until the idle sweep first sees the slot idle; then that sweep's timestamp.
     public long IdleSince;
 

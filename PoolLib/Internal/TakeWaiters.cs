@@ -149,6 +149,19 @@ internal sealed class TakeWaiters<T> where T : class
         }
     }
 
+    /// <summary>Fails up to <paramref name="count"/> waiters, oldest first, with <paramref name="failure"/>.</summary>
+    public void FailOldest(int count, Exception failure)
+    {
+        using (_lock.EnterScope())
+        {
+            for (; count > 0 && _queue.First is { } node; count--)
+            {
+                Unlink(node);
+                node.Value.Fail(failure);
+            }
+        }
+    }
+
     /// <summary>Cancels a waiter that has not been served; <see langword="false"/> if it already was.</summary>
     public bool TryCancel(Waiter waiter, CancellationToken cancellationToken)
     {
