@@ -32,12 +32,16 @@ public sealed partial class PoolTests
         }
 
         // Creations begun for takers a release served meanwhile end idle.
-        while (pool.TryTakeCreation(out AsyncCreatingPool.Creation? late))
+        while (pool.AvailableCount != pool.TotalCount)
         {
-            late.Succeed();
+            while (pool.TryTakeCreation(out AsyncCreatingPool.Creation? late))
+            {
+                late.Succeed();
+            }
+
+            await Task.WhenAny(pool.WaitForCreationAsync(cancellationToken), Poll.UntilAsync(() => pool.AvailableCount == pool.TotalCount, cancellationToken));
         }
 
-        await Poll.UntilAsync(() => pool.AvailableCount == pool.StartedCount, cancellationToken);
         Assert.That(served, Is.EqualTo(200));
         Assert.That(pool.PeakInFlight, Is.InRange(1, 4));
         Assert.That(pool.StartedCount, Is.LessThanOrEqualTo(50));

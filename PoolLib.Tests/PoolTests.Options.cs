@@ -108,11 +108,37 @@ public sealed partial class PoolTests
         using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, MaxObjectLifetime = TimeSpan.FromMinutes(10), TimeProvider = time });
         PoolSlot<TrackedObject> slot = pool.TakeSlot();
 
-        time.Advance(TimeSpan.FromMinutes(9));
+        // The shortest lifetime an object may draw: 10 minutes less one period (a sixteenth) less a quarter, 6.875 minutes.
+        time.Advance(TimeSpan.FromMinutes(6.8));
         pool.Release(slot);
 
         Assert.That(slot.Object.DisposeCount, Is.Zero);
         AssertCounts(pool, total: 1, available: 1);
+    }
+
+    [Test]
+    public void MaintenanceTimer_ObjectsMadeTogether_ExpireOverSeveralTicksAndNoneOutlivesMaxObjectLifetime()
+    {
+        var time = new FakeTimeProvider();
+        var lifetime = TimeSpan.FromMinutes(40);
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 200, MaxObjectLifetime = lifetime, IdleTimeout = TimeSpan.FromDays(1), TimeProvider = time });
+        pool.Prewarm(200);
+        var ticksThatRetired = new List<TimeSpan>();
+
+        // Every minute, below the timer's period of 2.5 minutes: each step shows whether a tick retired objects.
+        for (TimeSpan elapsed = TimeSpan.Zero; elapsed <= lifetime; elapsed += TimeSpan.FromMinutes(1))
+        {
+            int before = pool.TotalCount;
+            time.Advance(elapsed == TimeSpan.Zero ? TimeSpan.Zero : TimeSpan.FromMinutes(1));
+            if (pool.TotalCount < before)
+            {
+                ticksThatRetired.Add(elapsed);
+            }
+        }
+
+        Assert.That(pool.TotalCount, Is.Zero, "Every object is retired by MaxObjectLifetime.");
+        Assert.That(ticksThatRetired, Has.Count.GreaterThanOrEqualTo(3));
+        Assert.That(ticksThatRetired, Is.All.GreaterThanOrEqualTo(lifetime - (lifetime / 16) - (lifetime / 4)));
     }
 
     private static readonly TimeSpan[] s_spansBeyondTheTimersRange = [TimeSpan.FromDays(199), TimeSpan.FromDays(10_000), TimeSpan.MaxValue];

@@ -43,8 +43,10 @@ public sealed class PoolOptions
     /// instead of stored, or by a background timer if it is idle; <see langword="null"/> (the default) for no limit.
     /// </summary>
     /// <remarks>
-    /// The timer checks ages every quarter of the shortest of the pool's time spans, so an object may
-    /// outlive this by up to that much; a release itself reads no clock.
+    /// The timer checks ages every quarter of the shortest of the pool's time spans, and at least sixteen times within
+    /// this (its period). Each object's own lifetime is this less one period, less a random part of up to a quarter of
+    /// this: objects made together expire over four ticks or more instead of at one, and none is retired after this has
+    /// passed. A release itself reads no clock.
     /// </remarks>
     public TimeSpan? MaxObjectLifetime { get; set; }
 

@@ -19,6 +19,12 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
 
     // In TimeProvider timestamp units; 0 where the option is off.
     private readonly long _maxObjectLifetime;
+
+    // An object's lifetime runs from the latest (the option less one sweep period, so that the sweep that retires it
+    // comes before the option ends) down by up to the spread, a quarter of the option, which is four periods at least:
+    // objects made together expire over four sweeps instead of at one.
+    private readonly long _latestExpiry;
+    private readonly long _expirySpread;
     private readonly long _idleTimeout;
     private readonly long _leakThreshold;
     private readonly long _abandonedTimeout;
@@ -42,6 +48,8 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         _idleTimeout = Timestamps(options.IdleTimeout);
         _leakThreshold = Timestamps(options.LeakDetectionThreshold);
         _abandonedTimeout = Timestamps(options.AbandonedRentalTimeout);
+        _latestExpiry = _maxObjectLifetime == long.MaxValue ? long.MaxValue : Math.Max(0, _maxObjectLifetime - Timestamps(period));
+        _expirySpread = _latestExpiry == long.MaxValue ? 0 : _maxObjectLifetime / 4;
 
         // Captures no execution context, so that the timer keeps nothing of its creator alive.
         AsyncFlowControl? suppressed = ExecutionContext.IsFlowSuppressed() ? null : ExecutionContext.SuppressFlow();
@@ -67,13 +75,28 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             shortest = option is { } span && (shortest is null || span < shortest) ? span : shortest;
         }
 
-        return shortest is { } period
-            ? new PoolMaintenance<T>(pool, options, TimeSpan.FromTicks(Math.Clamp(period.Ticks / 4, TimeSpan.TicksPerMillisecond, MaxTimerPeriodTicks)))
-            : null;
+        if (shortest is not { } shortestSpan)
+        {
+            return null;
+        }
+
+        // A quarter of the shortest span; and a sixteenth of the lifetime, so that its spread of a quarter covers four ticks.
+        long period = Math.Min(shortestSpan.Ticks / 4, (options.MaxObjectLifetime?.Ticks ?? long.MaxValue) / 16);
+        return new PoolMaintenance<T>(pool, options, TimeSpan.FromTicks(Math.Clamp(period, TimeSpan.TicksPerMillisecond, MaxTimerPeriodTicks)));
     }
 
     /// <summary>What a new object's slot tracks.</summary>
-    public SlotHistory NewHistory() => new(_time.GetTimestamp());
+    public SlotHistory NewHistory()
+    {
+        long now = _time.GetTimestamp();
+        if (_maxObjectLifetime == 0 || _latestExpiry == long.MaxValue)
+        {
+            return new SlotHistory(now);
+        }
+
+        long lifetime = Math.Max(0, _latestExpiry - (long)(Random.Shared.NextDouble() * _expirySpread));
+        return new SlotHistory(now, now + lifetime);
+    }
 
     /// <summary>Records where and when a sampled rental began; called by its taker.</summary>
     public void RecordTrace(PoolSlot<T> slot, StackTrace trace)
@@ -121,7 +144,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
                     continue;
                 }
 
-                if (_maxObjectLifetime != 0 && now - history.CreatedAt >= _maxObjectLifetime)
+                if (now >= history.ExpiresAt)
                 {
                     slot.Retire();
                 }

@@ -6,10 +6,10 @@ namespace PoolLib.Internal;
 /// What a pool's time-based options track about one object; made with its slot only when one of them
 /// is on. Timestamps are the pool's <see cref="TimeProvider"/>'s; rental numbers are the slot's.
 /// </summary>
-internal sealed class SlotHistory(long createdAt)
+internal sealed class SlotHistory(long createdAt, long expiresAt = long.MaxValue)
 {
-    /// <summary>When the object was made; read by the lifetime sweep.</summary>
-    public long CreatedAt { get; } = createdAt;
+    /// <summary>When the lifetime sweep retires the object: its own lifetime, spread from the others' (see PoolMaintenance).</summary>
+    public long ExpiresAt { get; } = expiresAt;
 
     // When the object was last released, made, or found healthy by ValidateAsync; written only while ValidateAfterIdle is on.
     public long ReleasedAt = createdAt;
