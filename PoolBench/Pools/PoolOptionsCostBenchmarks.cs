@@ -9,7 +9,8 @@ namespace PoolBench.Pools;
 /// What our pool's options cost: the one-worker short-rental cell at capacity 64 for
 /// <c>DefaultObjectPool</c> (the baseline), and for ours with default options, with a listener on
 /// its meter, with the options that act on every release, with leak detection (its default sampling,
-/// no rental traced, every rental traced), and with abandoned rentals taken back.
+/// no rental traced, every rental traced), with abandoned rentals taken back, and with <c>ValidateAfterIdle</c>
+/// (a synchronous take, which pays only the release's clock read).
 /// </summary>
 [MemoryDiagnoser]
 [ThreadingDiagnoser]
@@ -68,6 +69,10 @@ public class PoolOptionsCostBenchmarks
     public void StartAbandonedRentalTimeout() =>
         Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, AbandonedRentalTimeout = TimeSpan.FromMinutes(1) })));
 
+    [GlobalSetup(Target = nameof(ValidateAfterIdle))]
+    public void StartValidateAfterIdle() =>
+        Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, ValidateAfterIdle = TimeSpan.FromSeconds(1) })));
+
     [GlobalCleanup]
     public void Stop()
     {
@@ -100,6 +105,9 @@ public class PoolOptionsCostBenchmarks
 
     [Benchmark(Description = "Pool<T>, AbandonedRentalTimeout", OperationsPerInvoke = PairsPerInvocation)]
     public void AbandonedRentalTimeout() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, ValidateAfterIdle", OperationsPerInvoke = PairsPerInvocation)]
+    public void ValidateAfterIdle() => _workers!.Run();
 
     /// <summary>A listener that enables every instrument of the PoolLib meter and takes every measurement, as a metrics exporter would.</summary>
     private static MeterListener ListenToPoolLib()
