@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
@@ -282,6 +283,31 @@ public sealed partial class PoolTests
 
         Assert.That(creation.Token.IsCancellationRequested, Is.True);
         Assert.That(async () => await take, Throws.InstanceOf<ObjectDisposedException>());
+    }
+
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Metrics_CreationsThatFailOrTimeOut_CountedByReason(CancellationToken cancellationToken)
+    {
+        using var failures = new MetricCollector<long>(null, "PoolLib", "pool.objects.create_failures");
+        using var created = new MetricCollector<long>(null, "PoolLib", "pool.objects.created");
+        var time = new ManualTimeProvider();
+        using var pool = new AsyncCreatingPool(new PoolOptions { MaxCapacity = 2, Name = UniqueName(), TimeProvider = time, CreateTimeout = TimeSpan.FromSeconds(5) });
+        ValueTask<PoolSlot<TrackedObject>> failing = pool.TakeSlotAsync(cancellationToken);
+        (await pool.NextCreationAsync(cancellationToken)).Fail(new IOException("refused"));
+        Assert.That(async () => await failing, Throws.InstanceOf<IOException>());
+        time.Advance(TimeSpan.FromMinutes(1));
+        ValueTask<PoolSlot<TrackedObject>> timingOut = pool.TakeSlotAsync(cancellationToken);
+        await pool.NextCreationAsync(cancellationToken);
+        time.Tick();
+        Assert.That(async () => await timingOut, Throws.InstanceOf<TimeoutException>());
+        time.Advance(TimeSpan.FromMinutes(1));
+        ValueTask<PoolSlot<TrackedObject>> succeeding = pool.TakeSlotAsync(cancellationToken);
+        (await pool.NextCreationAsync(cancellationToken)).Succeed();
+        pool.Release(await succeeding);
+
+        Assert.That(Reasons(failures, pool.Name), Is.EquivalentTo(new[] { "failed", "timed_out" }));
+        Assert.That(Sum(created, pool.Name), Is.EqualTo(1));
     }
 
     /// <summary>A subclass that forgot to say how to make an object.</summary>
