@@ -210,7 +210,7 @@ public sealed partial class PoolTests
     public void IdleTimer_TrimHeldUpInADisposeWhileTheNextTickRuns_TrimsDownToMinIdleOnly()
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, ManualTimeProvider time, Thread trimmer) = StartTrimHeldUpInADispose(gate);
+        (TrackedPool pool, ManualTimeProvider time, Thread trimmer, _) = StartTrimHeldUpInADispose(gate);
         using (pool)
         {
             time.Tick();
@@ -221,30 +221,61 @@ public sealed partial class PoolTests
         }
     }
 
-    // The timer's trim keeps what was idle for less than the timeout (here, all but 2 objects), so a Trim() that leaves
-    // it the work must have it trim once more, down to MinIdle.
-    [TestCase(0)]
-    [TestCase(TrimHeldUpObjects - 2)]
-    public void Trim_WhileTheTimersTrimIsHeldUpInADispose_LeavesItTheWorkAndMinIdleHolds(int releasedJustNow)
+    // A Dispose that blocks holds up its own object only: later ticks trim what has been idle too long since, and the
+    // object held up leaves the count of idle objects at once, so that none of them goes below MinIdle for it.
+    [Test]
+    public void IdleTimer_TrimHeldUpInADispose_LaterTicksStillTrimDownToMinIdle()
+    {
+        const int StillRented = 4;
+        using var gate = new ManualResetEventSlim();
+        (TrackedPool pool, ManualTimeProvider time, Thread trimmer, PoolSlot<TrackedObject>[] rented) = StartTrimHeldUpInADispose(gate, keptRented: StillRented);
+        using (pool)
+        {
+            try
+            {
+                ReleaseAll(pool, rented);
+                time.Tick();
+                time.Advance(TimeSpan.FromSeconds(2));
+                time.Tick();
+
+                Assert.That(pool.AvailableCount, Is.EqualTo(TrimHeldUpMinIdle), "trimmed down to MinIdle while the first trim's Dispose blocks");
+            }
+            finally
+            {
+                gate.Set();
+                Assert.That(trimmer.Join(s_waitBound), Is.True);
+            }
+
+            Assert.That(pool.Created.Count(created => created.DisposeCount == 1), Is.EqualTo(TrimHeldUpObjects - TrimHeldUpMinIdle));
+            Assert.That(pool.Created.Count(created => created.DisposeCount > 1), Is.Zero, "disposed twice");
+            AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
+        }
+    }
+
+    // The timer's trim keeps what was idle for less than the timeout (here, all but 2 objects), and the objects it is
+    // disposing count no longer as idle: a Trim() meanwhile trims the rest down to MinIdle, and no further.
+    [TestCase(0, 0)]
+    [TestCase(TrimHeldUpObjects - 2, TrimHeldUpObjects - 2 - TrimHeldUpMinIdle)]
+    public void Trim_WhileTheTimersTrimIsHeldUpInADispose_TrimsTheRestDownToMinIdle(int releasedJustNow, int expected)
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, _, Thread trimmer) = StartTrimHeldUpInADispose(gate, releasedJustNow);
+        (TrackedPool pool, _, Thread trimmer, _) = StartTrimHeldUpInADispose(gate, releasedJustNow);
         using (pool)
         {
             int trimmed = pool.Trim();
             gate.Set();
 
             Assert.That(trimmer.Join(s_waitBound), Is.True);
-            Assert.That(trimmed, Is.Zero);
+            Assert.That(trimmed, Is.EqualTo(expected));
             AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
         }
     }
 
-    // A trim counts its excess as it begins; objects released while it is held up are the excess of a Trim() that
-    // leaves it the work, which it does even if an object's Dispose then fails it.
+    // A trim counts its excess as it begins, and what it claims leaves the count at once; objects released while its
+    // Dispose is held up are the excess of a Trim() meanwhile, whether or not that Dispose then fails the first trim.
     [TestCase(false)]
     [TestCase(true)]
-    public void Trim_WhileAnotherTrimIsHeldUpAndObjectsAreReleased_ItTrimsThemToo(bool itsDisposeThrows)
+    public void Trim_WhileAnotherTrimIsHeldUpAndObjectsAreReleased_TrimsThemItself(bool itsDisposeThrows)
     {
         using var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = TrimHeldUpMinIdle });
         PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, TrimHeldUpObjects).Select(_ => pool.TakeSlot())];
@@ -255,14 +286,14 @@ public sealed partial class PoolTests
 
         int trimmed = TrimWhileAnotherTrimIsHeldUp(pool, slots[0].Object, itsDisposeThrows, released: slots[(TrimHeldUpMinIdle + 1)..]);
 
-        Assert.That(trimmed, Is.Zero);
+        Assert.That(trimmed, Is.EqualTo(TrimHeldUpObjects - TrimHeldUpMinIdle - 1));
         AssertCounts(pool, total: TrimHeldUpMinIdle, available: TrimHeldUpMinIdle);
     }
 
-    // A request a trim has done must not stay behind for the idle timer's next trim, which would then dispose objects
-    // idle for less than the timeout.
+    // Nothing a failed trim leaves behind (such as a request to trim again) may make the idle timer's next trim dispose
+    // objects idle for less than the timeout.
     [Test]
-    public void IdleTimer_AfterATrimLeftTheWorkByAnotherFailed_TrimsOnlyObjectsIdleTooLong()
+    public void IdleTimer_AfterATrimWhoseDisposeFailed_TrimsOnlyObjectsIdleTooLong()
     {
         var time = new ManualTimeProvider();
         using var pool = new TrackedPool(new PoolOptions { MaxCapacity = TrimHeldUpObjects, MinIdle = 1, IdleTimeout = TimeSpan.FromSeconds(1), TimeProvider = time });
@@ -332,9 +363,11 @@ public sealed partial class PoolTests
     /// <summary>
     /// A pool of <see cref="TrimHeldUpObjects"/> objects idle past the idle timeout, but the last
     /// <paramref name="releasedJustNow"/>, whose timer trims on another thread (the one returned) and
-    /// is held up in the first Dispose until <paramref name="gate"/> is set.
+    /// is held up in the first Dispose until <paramref name="gate"/> is set; the <paramref name="keptRented"/>
+    /// objects after those are still rented, and returned.
     /// </summary>
-    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate, int releasedJustNow = 0)
+    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer, PoolSlot<TrackedObject>[] Rented) StartTrimHeldUpInADispose(
+        ManualResetEventSlim gate, int releasedJustNow = 0, int keptRented = 0)
     {
         var time = new ManualTimeProvider();
         var pool = new TrackedPool(new PoolOptions
@@ -356,14 +389,15 @@ public sealed partial class PoolTests
             };
         }
 
-        foreach (PoolSlot<TrackedObject> slot in slots[..^releasedJustNow])
+        int returned = TrimHeldUpObjects - keptRented;
+        foreach (PoolSlot<TrackedObject> slot in slots[..(returned - releasedJustNow)])
         {
             pool.Release(slot);
         }
 
         time.Tick();
         time.Advance(TimeSpan.FromSeconds(2));
-        foreach (PoolSlot<TrackedObject> slot in slots[^releasedJustNow..])
+        foreach (PoolSlot<TrackedObject> slot in slots[(returned - releasedJustNow)..returned])
         {
             pool.Release(slot);
         }
@@ -371,6 +405,6 @@ public sealed partial class PoolTests
         var trimmer = new Thread(time.Tick);
         trimmer.Start();
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the timer began to trim");
-        return (pool, time, trimmer);
+        return (pool, time, trimmer, slots[returned..]);
     }
 }

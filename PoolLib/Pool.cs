@@ -51,11 +51,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     private readonly bool _resetsObjects;
     private readonly bool _releasesSlowly;
 
-    // 1 while a trim down to MinIdle runs (Trim, or the timer's after its sweep): a trim counts the objects beyond
-    // MinIdle as it begins, so two at once, one held up in a slow Dispose, would each discard that many.
+    // 1 while a trim down to MinIdle (Trim, or the timer's after its sweep) counts the objects beyond MinIdle and claims
+    // them: two at once would each claim that many. Claimed objects are no longer idle, so the next trim counts without
+    // them; their Dispose runs after this is cleared, so that a slow one holds up no other trim.
     private int _trimming;
 
-    // Set by a Trim() that found another trim running: the runner trims down to MinIdle once more before it ends,
+    // Set by a Trim() that found another trim claiming: the claimer claims down to MinIdle once more before it ends,
     // since the trim it ran counted its excess before the releases since, or was the timer's, which keeps what is
     // recently idle.
     private int _trimAgain;
@@ -495,10 +496,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <exception cref="ObjectDisposedException">The pool is disposed.</exception>
     /// <exception cref="AggregateException">Several objects threw from their <see cref="IDisposable.Dispose"/>.</exception>
     /// <remarks>
-    /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first. A trim already
-    /// under way (another thread's, or the idle timer's) is left to do the work: it trims down to MinIdle once more
-    /// before it ends, and this returns 0 (what the objects' Dispose throws there goes to that trim's caller, or is
-    /// dropped by the timer).
+    /// Rented objects are not touched, and a take that runs meanwhile may take an idle object first. Trims choose their
+    /// objects one at a time and dispose them afterwards, so an object whose Dispose blocks holds up no other trim. A
+    /// trim that is choosing (another thread's, or the idle timer's) is left to do the work: it chooses down to MinIdle
+    /// once more, and this returns 0 (what those objects' Dispose throws goes to that trim's caller, or is dropped by
+    /// the timer).
     /// Every object to dispose is disposed even if some throw; then the one exception is rethrown as
     /// it is, or several in an <see cref="AggregateException"/>.
     /// </remarks>
@@ -604,10 +606,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
-    /// if given), unless another trim is under way, which is left to do it (and, for a Trim(), to trim once more).</summary>
+    /// if given), unless another trim is claiming its objects, which is left to do it (and, for a Trim(), to claim once more).</summary>
     private int TrimToMinIdle(long? idleSince, ref List<Exception>? failures)
     {
-        int discarded = 0;
+        List<PoolSlot<T>>? claimed = null;
         while (true)
         {
             if (Interlocked.CompareExchange(ref _trimming, 1, 0) == 0)
@@ -616,7 +618,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 Interlocked.Exchange(ref _trimAgain, 0);
                 try
                 {
-                    discarded += DiscardIdle(PoolMetrics.DiscardReason.Trimmed, _minIdle, retiredOnly: false, idleSince, ref failures);
+                    ClaimIdle(_minIdle, retiredOnly: false, idleSince, disposing: false, ref claimed, ref failures);
                 }
                 finally
                 {
@@ -627,7 +629,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
                 if (Interlocked.Exchange(ref _trimAgain, 0) == 0)
                 {
-                    return discarded;
+                    break;
                 }
 
                 idleSince = null;
@@ -637,15 +639,17 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             // A tick leaves the work to the trim under way, which keeps no more idle objects than the tick would.
             if (idleSince is not null)
             {
-                return discarded;
+                break;
             }
 
             Interlocked.Exchange(ref _trimAgain, 1);
             if (Volatile.Read(ref _trimming) != 0)
             {
-                return discarded;
+                break;
             }
         }
+
+        return DiscardClaimed(claimed, PoolMetrics.DiscardReason.Trimmed, retiredOnly: false, ref failures);
     }
 
     /// <summary>Counts and raises <see cref="RentalLeakSuspected"/>, or <see cref="LeakedRentalReturned"/>, each handler in turn, dropping what they throw.</summary>
@@ -1564,8 +1568,20 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </summary>
     private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, ref List<Exception>? failures)
     {
+        List<PoolSlot<T>>? claimed = null;
+        ClaimIdle(keep, retiredOnly, idleSince, disposing: reason == PoolMetrics.DiscardReason.Disposed, ref claimed, ref failures);
+        return DiscardClaimed(claimed, reason, retiredOnly, ref failures);
+    }
+
+    /// <summary>
+    /// Claims for <see cref="DiscardClaimed"/> the idle objects <see cref="DiscardIdle"/> discards, adding them to
+    /// <paramref name="claimed"/>: from the claim on they are not idle, so no take and no later count sees them;
+    /// <paramref name="disposing"/> for <see cref="Dispose()"/>, which must also meet the slots still being returned.
+    /// Runs no user code, unless the pool is disposed meanwhile (see <see cref="Store"/>).
+    /// </summary>
+    private void ClaimIdle(int keep, bool retiredOnly, long? idleSince, bool disposing, ref List<PoolSlot<T>>? claimed, ref List<Exception>? failures)
+    {
         int excess = keep == 0 ? int.MaxValue : AvailableCount - keep;
-        int discarded = 0;
         bool sawReturning = false;
         for (int pass = 0; pass < 2 && excess > 0; pass++)
         {
@@ -1601,20 +1617,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 }
 
                 excess--;
-                discarded++;
-                try
-                {
-                    Discard(slot, reason == PoolMetrics.DiscardReason.Trimmed && !retiredOnly && slot.IsRetired ? PoolMetrics.DiscardReason.Expired : reason);
-                }
-                catch (Exception failure)
-                {
-                    (failures ??= []).Add(failure);
-                }
+                (claimed ??= []).Add(slot);
             }
 
             // Dispose must meet the slots whose publication it may not have seen yet; after the barrier
             // it sees them idle, or their releasers see the pool disposed and discard them themselves.
-            if (reason != PoolMetrics.DiscardReason.Disposed || !sawReturning)
+            if (!disposing || !sawReturning)
             {
                 break;
             }
@@ -1622,8 +1630,29 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             Interlocked.MemoryBarrierProcessWide();
             excess = int.MaxValue;
         }
+    }
 
-        return discarded;
+    /// <summary>Discards the slots <see cref="ClaimIdle"/> claimed, every one even if some throw; returns how many.</summary>
+    private int DiscardClaimed(List<PoolSlot<T>>? claimed, PoolMetrics.DiscardReason reason, bool retiredOnly, ref List<Exception>? failures)
+    {
+        if (claimed is null)
+        {
+            return 0;
+        }
+
+        foreach (PoolSlot<T> slot in claimed)
+        {
+            try
+            {
+                Discard(slot, reason == PoolMetrics.DiscardReason.Trimmed && !retiredOnly && slot.IsRetired ? PoolMetrics.DiscardReason.Expired : reason);
+            }
+            catch (Exception failure)
+            {
+                (failures ??= []).Add(failure);
+            }
+        }
+
+        return claimed.Count;
     }
 
     /// <summary>Whether the idle sweep has seen a slot idle since <paramref name="limit"/> or earlier; true when there is no limit.</summary>
