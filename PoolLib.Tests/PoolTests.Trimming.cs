@@ -210,7 +210,7 @@ public sealed partial class PoolTests
     public void IdleTimer_TrimHeldUpInADisposeWhileTheNextTickRuns_TrimsDownToMinIdleOnly()
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, ManualTimeProvider time, Thread trimmer) = StartTrimHeldUpInADispose(gate);
+        (TrackedPool pool, ManualTimeProvider time, TestThread trimmer) = StartTrimHeldUpInADispose(gate);
         using (pool)
         {
             time.Tick();
@@ -228,7 +228,7 @@ public sealed partial class PoolTests
     public void Trim_WhileTheTimersTrimIsHeldUpInADispose_LeavesItTheWorkAndMinIdleHolds(int releasedJustNow)
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, _, Thread trimmer) = StartTrimHeldUpInADispose(gate, releasedJustNow);
+        (TrackedPool pool, _, TestThread trimmer) = StartTrimHeldUpInADispose(gate, releasedJustNow);
         using (pool)
         {
             int trimmed = pool.Trim();
@@ -304,7 +304,7 @@ public sealed partial class PoolTests
             }
         };
         Exception? failure = null;
-        var trimmer = new Thread(() =>
+        TestThread trimmer = TestThread.Start(() =>
         {
             try
             {
@@ -315,7 +315,6 @@ public sealed partial class PoolTests
                 failure = exception;
             }
         });
-        trimmer.Start();
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the first trim began");
         foreach (PoolSlot<TrackedObject> slot in released)
         {
@@ -334,7 +333,7 @@ public sealed partial class PoolTests
     /// <paramref name="releasedJustNow"/>, whose timer trims on another thread (the one returned) and
     /// is held up in the first Dispose until <paramref name="gate"/> is set.
     /// </summary>
-    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate, int releasedJustNow = 0)
+    private static (TrackedPool Pool, ManualTimeProvider Time, TestThread Trimmer) StartTrimHeldUpInADispose(ManualResetEventSlim gate, int releasedJustNow = 0)
     {
         var time = new ManualTimeProvider();
         var pool = new TrackedPool(new PoolOptions
@@ -368,8 +367,7 @@ public sealed partial class PoolTests
             pool.Release(slot);
         }
 
-        var trimmer = new Thread(time.Tick);
-        trimmer.Start();
+        TestThread trimmer = TestThread.Start(time.Tick);
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the timer began to trim");
         return (pool, time, trimmer);
     }
