@@ -62,7 +62,7 @@ public sealed class PoolObjectPoolExtensionsTests
             }
         }
 
-        var other = new Thread(() =>
+        TestThread other = TestThread.Start(() =>
         {
             for (int i = 0; i < Rounds; i++)
             {
@@ -71,7 +71,6 @@ public sealed class PoolObjectPoolExtensionsTests
                 done.SignalAndWait(cancellationToken);
             }
         });
-        other.Start();
 
         int disposedTwice = 0;
         int refusedOtherThanOnce = 0;
@@ -86,7 +85,7 @@ public sealed class PoolObjectPoolExtensionsTests
             refusedOtherThanOnce += Volatile.Read(ref refused) != 1 ? 1 : 0;
         }
 
-        other.Join();
+        Assert.That(other.Join(TimeSpan.FromSeconds(20)), Is.True, "the other thread never finished");
         Assert.That(disposedTwice, Is.Zero, "rounds that disposed the object twice");
         Assert.That(refusedOtherThanOnce, Is.Zero, "rounds where not exactly one return threw, as a second return does");
         objects.Return(pooled);

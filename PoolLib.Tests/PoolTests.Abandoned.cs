@@ -91,7 +91,7 @@ public sealed partial class PoolTests
             }
         };
         PoolSlot<TrackedObject>? taken = null;
-        var taker = new Thread(() =>
+        TestThread taker = TestThread.Start(() =>
         {
             if (prewarm)
             {
@@ -102,12 +102,11 @@ public sealed partial class PoolTests
                 taken = pool.TakeSlot();
             }
         });
-        taker.Start();
         holding.Wait(cancellationToken);
 
         AdvanceInTicks(time, 2 * s_abandonedTimeout);
         finish.Set();
-        taker.Join();
+        Assert.That(taker.Join(s_waitBound), Is.True, "the taker never finished");
 
         Assert.That(slowest!.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
         Assert.That(pool.Slots.ToArray().Where(s => s is not null).Select(s => s!.Object), Does.Not.Contain(slowest));
@@ -150,19 +149,7 @@ public sealed partial class PoolTests
             return verdict != "invalid" || !ReferenceEquals(candidate, validated);
         };
         PoolSlot<TrackedObject>? taken = null;
-        Exception? failure = null;
-        var taker = new Thread(() =>
-        {
-            try
-            {
-                taken = pool.TakeSlot();
-            }
-            catch (Exception exception)
-            {
-                failure = exception;
-            }
-        });
-        taker.Start();
+        TestThread taker = TestThread.Start(() => taken = pool.TakeSlot());
         validating.Wait(cancellationToken);
 
         AdvanceInTicks(time, 2 * s_abandonedTimeout);
@@ -170,9 +157,8 @@ public sealed partial class PoolTests
         PoolSlot<TrackedObject> third = pool.TakeSlot();
         decide.Set();
         pool.Release(second);
-        taker.Join();
 
-        Assert.That(failure, Is.Null);
+        Assert.That(taker.Join(s_waitBound), Is.True, "the taker never finished");
         Assert.That(taken!.Object, Is.SameAs(second.Object), "the taker looked on and got the object released next");
         Assert.That(validated.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
         Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(2), "the cap");
@@ -198,15 +184,14 @@ public sealed partial class PoolTests
             return true;
         };
         PoolSlot<TrackedObject>? taken = null;
-        var waiter = new Thread(() => taken = pool.TakeSlot());
-        waiter.Start();
+        TestThread waiter = TestThread.Start(() => taken = pool.TakeSlot());
         await Poll.UntilAsync(() => pool.WaiterCount == 1, cancellationToken);
         pool.Release(held);
         accepting.Wait(cancellationToken);
 
         AdvanceInTicks(time, 2 * s_abandonedTimeout);
         goOn.Set();
-        waiter.Join();
+        Assert.That(waiter.Join(s_waitBound), Is.True, "the waiter never finished");
 
         Assert.That(taken!.Object, Is.Not.SameAs(held.Object), "what maintenance took back is never handed out");
         Assert.That(taken.Object.DisposeCount, Is.Zero);
@@ -381,7 +366,7 @@ public sealed partial class PoolTests
 
     [Test]
     [CancelAfter(60_000)]
-    public void AbandonedRentalTimeout_ReleasesRacingTakeBacks_EachRentalEndsOnceAndNoTakenBackObjectIsHandedOut()
+    public void AbandonedRentalTimeout_ReleasesRacingTakeBacks_EachRentalEndsOnceAndNoTakenBackObjectIsHandedOut(CancellationToken cancellationToken)
     {
         const int Threads = 4;
         const int RentalsPerThread = 20_000;
@@ -392,9 +377,9 @@ public sealed partial class PoolTests
         using var start = new Barrier(Threads + 1);
         int renting = Threads;
         var failures = new System.Collections.Concurrent.ConcurrentQueue<string>();
-        var renters = Enumerable.Range(1, Threads).Select(holder => new Thread(() =>
+        void Rent(int holder)
         {
-            start.SignalAndWait();
+            start.SignalAndWait(cancellationToken);
             for (int i = 0; i < RentalsPerThread; i++)
             {
                 // A rental may be taken back as soon as it is handed out (a tick is a loop of the main
@@ -415,19 +400,30 @@ public sealed partial class PoolTests
                 slot.Object.TryClearHolder(holder);
                 pool.Release(slot);
             }
+        }
 
-            Interlocked.Decrement(ref renting);
-        })).ToList();
-        renters.ForEach(thread => thread.Start());
+        // A renter that throws stops renting too, so that the ticks below end and its join reports what it threw.
+        List<TestThread> renters = [.. Enumerable.Range(1, Threads).Select(holder => TestThread.Start(() =>
+        {
+            try
+            {
+                Rent(holder);
+            }
+            finally
+            {
+                Interlocked.Decrement(ref renting);
+            }
+        }))];
 
         // Each advance is a tick, and a rental seen at two ticks is past the timeout.
-        start.SignalAndWait();
+        start.SignalAndWait(cancellationToken);
         while (Volatile.Read(ref renting) != 0)
         {
+            cancellationToken.ThrowIfCancellationRequested();
             time.Advance(TimeSpan.FromSeconds(1));
         }
 
-        renters.ForEach(thread => thread.Join());
+        renters.ForEach(renter => Assert.That(renter.Join(s_waitBound), Is.True, "a renter never finished"));
 
         long takenBack = Reasons(discarded, pool.Name).Count(reason => reason == "abandoned");
         TestContext.Out.WriteLine($"rentals taken back: {takenBack}");
@@ -465,8 +461,7 @@ public sealed partial class PoolTests
         time.Tick();
 
         time.Advance(TimeSpan.FromSeconds(1));
-        var reporter = new Thread(time.Tick);
-        reporter.Start();
+        TestThread reporter = TestThread.Start(time.Tick);
         Assert.That(handlerWaits.Wait(s_waitBound), Is.True, "the leak was reported");
         time.Advance(TimeSpan.FromSeconds(1));
         time.Tick();
@@ -499,8 +494,7 @@ public sealed partial class PoolTests
 
         // The first rental is past the timeout at this tick, whose Dispose of it waits for the second's.
         time.Advance(TimeSpan.FromSeconds(1));
-        var disposer = new Thread(time.Tick);
-        disposer.Start();
+        TestThread disposer = TestThread.Start(time.Tick);
         Assert.That(firstDisposing.Wait(s_waitBound), Is.True, "the first rental was taken back");
         time.Advance(TimeSpan.FromSeconds(1));
         time.Tick();

@@ -83,15 +83,20 @@ public sealed partial class PoolTests
                     violations.Enqueue($"a release threw {e.GetType().Name}: {e.Message}");
                 }
             }
-
-            Interlocked.Decrement(ref workersLeft);
         }
 
-        Thread[] workers = [.. Enumerable.Range(1, Workers).Select(holder => new Thread(() => Work(holder)) { IsBackground = true })];
-        foreach (Thread worker in workers)
+        // A worker that throws counts as done, so that the controller stops and its join reports what it threw.
+        TestThread[] workers = [.. Enumerable.Range(1, Workers).Select(holder => TestThread.Start(() =>
         {
-            worker.Start();
-        }
+            try
+            {
+                Work(holder);
+            }
+            finally
+            {
+                Interlocked.Decrement(ref workersLeft);
+            }
+        }))];
 
         // The controller runs on the test thread; it yields after each interrupt so workers run on one
         // core too. It starts once every worker is past the start barrier, whose wait is not the pool's.
@@ -101,13 +106,13 @@ public sealed partial class PoolTests
         while (Volatile.Read(ref workersLeft) > 0)
         {
             cancellationToken.ThrowIfCancellationRequested();
-            workers[Random.Shared.Next(Workers)].Interrupt();
+            workers[Random.Shared.Next(Workers)].Thread.Interrupt();
             interrupts++;
             Thread.SpinWait(Random.Shared.Next(1, 2_000));
             Thread.Yield();
         }
 
-        foreach (Thread worker in workers)
+        foreach (TestThread worker in workers)
         {
             Assert.That(worker.Join(s_waitBound), Is.True, "a worker never finished");
         }

@@ -22,7 +22,7 @@ public sealed partial class PoolTests
         const int Rounds = 100_000;
         using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 1, Name = UniqueName() });
         using var stop = new CancellationTokenSource();
-        var walker = new Thread(() =>
+        TestThread walker = TestThread.Start(() =>
         {
             while (!stop.IsCancellationRequested)
             {
@@ -36,7 +36,6 @@ public sealed partial class PoolTests
                 }
             }
         });
-        walker.Start();
         int accepted = 0;
         int disposedHandedOut = 0;
         try
@@ -59,7 +58,7 @@ public sealed partial class PoolTests
         finally
         {
             stop.Cancel();
-            walker.Join();
+            Assert.That(walker.Join(s_waitBound), Is.True, "the walker never finished");
         }
 
         Assert.That(accepted, Is.Zero, "second releases that went through");

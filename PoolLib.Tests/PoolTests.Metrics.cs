@@ -1,4 +1,6 @@
+using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
+using System.Reflection;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using PoolLib.Tests.Fakes;
 
@@ -120,6 +122,66 @@ public sealed partial class PoolTests
         Assert.That(async () => await cancelled, Throws.InstanceOf<OperationCanceledException>());
         Assert.That(Sum(timeouts, pool.Name), Is.EqualTo(2));
         Assert.That(waitTime.GetMeasurementSnapshot().Count(m => Equals(m.Tags["pool.name"], pool.Name)), Is.EqualTo(1), "only the take that waited and was served");
+    }
+
+    [Test]
+    public void Metrics_ListenerThrowsAsInstrumentsArePublished_PoolsStillWorkAndAreMeteredOnceItStops()
+    {
+        // A copy of PoolLib of its own publishes its meter with its first pool, whatever tests ran before this one.
+        using var fresh = new FreshCopy(typeof(Pool).Assembly, "PoolLib");
+        var created = new ConcurrentDictionary<string, long>();
+        using MeterListener counter = CountCreated(created);
+        string whileFailing = UniqueName();
+        string afterwards = UniqueName();
+
+        using (ThrowingMeterListener.Start("PoolLib"))
+        {
+            UseFreshPool(fresh, whileFailing);
+        }
+
+        UseFreshPool(fresh, afterwards);
+
+        Assert.That(created.GetValueOrDefault(afterwards), Is.EqualTo(1), "the next pool published the instruments again");
+    }
+
+    /// <summary>Makes a pool from <paramref name="fresh"/>'s copy of PoolLib, takes and releases an object, and disposes the pool.</summary>
+    private static void UseFreshPool(FreshCopy fresh, string name)
+    {
+        object options = fresh.Create("PoolLib.PoolOptions");
+        options.GetType().GetProperty(nameof(PoolOptions.MaxCapacity))!.SetValue(options, 1);
+        options.GetType().GetProperty(nameof(PoolOptions.Name))!.SetValue(options, name);
+        MethodInfo create = fresh.Assembly.GetType("PoolLib.Pool", throwOnError: true)!.GetMethods()
+            .Single(method => method.Name == nameof(Pool.Create) && method.GetParameters()[0].ParameterType == options.GetType())
+            .MakeGenericMethod(typeof(object));
+        using var pool = (IDisposable)create.Invoke(null, BindingFlags.DoNotWrapExceptions, binder: null, [options, new Func<object>(() => new object()), null], culture: null)!;
+        FreshCopy.Call(pool, nameof(Pool<>.Release), FreshCopy.Call(pool, nameof(Pool<>.TakeSlot)));
+    }
+
+    /// <summary>Counts <c>pool.objects.created</c> by pool from every meter named PoolLib: a MetricCollector takes the first meter's only.</summary>
+    private static MeterListener CountCreated(ConcurrentDictionary<string, long> created)
+    {
+        var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, listener) =>
+            {
+                if (instrument.Meter.Name == "PoolLib" && instrument.Name == "pool.objects.created")
+                {
+                    listener.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+        {
+            foreach (KeyValuePair<string, object?> tag in tags)
+            {
+                if (tag is { Key: "pool.name", Value: string pool })
+                {
+                    created.AddOrUpdate(pool, value, (_, sum) => sum + value);
+                }
+            }
+        });
+        listener.Start();
+        return listener;
     }
 
     private static string UniqueName() => $"test-{Guid.NewGuid():N}";

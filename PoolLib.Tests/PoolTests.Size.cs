@@ -87,7 +87,7 @@ public sealed partial class PoolTests
         Task<PoolSlot<TrackedObject>> queued = Task.Run(pool.TakeSlot, cancellationToken);
         WaitUntilWaiting(pool, 1);
         bool releaseFinishedInListener = false;
-        Thread? release = null;
+        TestThread? release = null;
         using var listener = new MeterListener
         {
             InstrumentPublished = (instrument, l) =>
@@ -102,9 +102,10 @@ public sealed partial class PoolTests
         {
             if (tags.ToArray().Any(tag => tag.Key == "pool.name" && Equals(tag.Value, pool.Name)))
             {
-                release = new Thread(() => pool.Release(held));
-                release.Start();
-                releaseFinishedInListener = release.Join(s_waitBound);
+                release = TestThread.Start(() => pool.Release(held));
+
+                // Only waits: the pool drops what a listener throws, so the join below reports what the release threw.
+                releaseFinishedInListener = release.Thread.Join(s_waitBound);
             }
         });
         listener.Start();
@@ -209,13 +210,8 @@ public sealed partial class PoolTests
             }
         }
 
-        Thread[] workers = [.. Enumerable.Range(1, Workers).Select(holder => new Thread(() => Work(holder)))];
-        foreach (Thread worker in workers)
-        {
-            worker.Start();
-        }
-
-        foreach (Thread worker in workers)
+        TestThread[] workers = [.. Enumerable.Range(1, Workers).Select(holder => TestThread.Start(() => Work(holder)))];
+        foreach (TestThread worker in workers)
         {
             Assert.That(worker.Join(TimeSpan.FromSeconds(100)), Is.True, "a worker never finished");
         }

@@ -178,9 +178,8 @@ public sealed partial class PoolTests
     private static TResult OnOwnThread<TResult>(Func<TResult> body)
     {
         TResult result = default!;
-        var thread = new Thread(() => result = body());
-        thread.Start();
-        thread.Join();
+        TestThread thread = TestThread.Start(() => result = body());
+        Assert.That(thread.Join(s_waitBound), Is.True, "the body never finished");
         return result;
     }
 

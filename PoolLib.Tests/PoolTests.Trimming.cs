@@ -210,7 +210,7 @@ public sealed partial class PoolTests
     public void IdleTimer_TrimHeldUpInADisposeWhileTheNextTickRuns_TrimsDownToMinIdleOnly()
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, ManualTimeProvider time, Thread trimmer, _) = StartTrimHeldUpInADispose(gate);
+        (TrackedPool pool, ManualTimeProvider time, TestThread trimmer, _) = StartTrimHeldUpInADispose(gate);
         using (pool)
         {
             time.Tick();
@@ -228,7 +228,7 @@ public sealed partial class PoolTests
     {
         const int StillRented = 4;
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, ManualTimeProvider time, Thread trimmer, PoolSlot<TrackedObject>[] rented) = StartTrimHeldUpInADispose(gate, keptRented: StillRented);
+        (TrackedPool pool, ManualTimeProvider time, TestThread trimmer, PoolSlot<TrackedObject>[] rented) = StartTrimHeldUpInADispose(gate, keptRented: StillRented);
         using (pool)
         {
             try
@@ -259,7 +259,7 @@ public sealed partial class PoolTests
     public void Trim_WhileTheTimersTrimIsHeldUpInADispose_TrimsTheRestDownToMinIdle(int releasedJustNow, int expected)
     {
         using var gate = new ManualResetEventSlim();
-        (TrackedPool pool, _, Thread trimmer, _) = StartTrimHeldUpInADispose(gate, releasedJustNow);
+        (TrackedPool pool, _, TestThread trimmer, _) = StartTrimHeldUpInADispose(gate, releasedJustNow);
         using (pool)
         {
             int trimmed = pool.Trim();
@@ -335,7 +335,7 @@ public sealed partial class PoolTests
             }
         };
         Exception? failure = null;
-        var trimmer = new Thread(() =>
+        TestThread trimmer = TestThread.Start(() =>
         {
             try
             {
@@ -346,7 +346,6 @@ public sealed partial class PoolTests
                 failure = exception;
             }
         });
-        trimmer.Start();
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the first trim began");
         foreach (PoolSlot<TrackedObject> slot in released)
         {
@@ -366,7 +365,7 @@ public sealed partial class PoolTests
     /// is held up in the first Dispose until <paramref name="gate"/> is set; the <paramref name="keptRented"/>
     /// objects after those are still rented, and returned.
     /// </summary>
-    private static (TrackedPool Pool, ManualTimeProvider Time, Thread Trimmer, PoolSlot<TrackedObject>[] Rented) StartTrimHeldUpInADispose(
+    private static (TrackedPool Pool, ManualTimeProvider Time, TestThread Trimmer, PoolSlot<TrackedObject>[] Rented) StartTrimHeldUpInADispose(
         ManualResetEventSlim gate, int releasedJustNow = 0, int keptRented = 0)
     {
         var time = new ManualTimeProvider();
@@ -402,8 +401,7 @@ public sealed partial class PoolTests
             pool.Release(slot);
         }
 
-        var trimmer = new Thread(time.Tick);
-        trimmer.Start();
+        TestThread trimmer = TestThread.Start(time.Tick);
         Assert.That(disposing.Wait(s_waitBound), Is.True, "the timer began to trim");
         return (pool, time, trimmer, slots[returned..]);
     }

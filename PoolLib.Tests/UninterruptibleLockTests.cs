@@ -35,15 +35,14 @@ public sealed class UninterruptibleLockTests
     {
         var signal = new UninterruptibleLock();
         bool woken = false;
-        var sleeper = new Thread(() =>
+        TestThread sleeper = TestThread.Start(() =>
         {
             lock (signal)
             {
                 woken = Monitor.Wait(signal, s_waitBound);
             }
         });
-        sleeper.Start();
-        Assert.That(SpinWait.SpinUntil(() => (sleeper.ThreadState & ThreadState.WaitSleepJoin) != 0, s_waitBound), Is.True, "the sleeper never slept");
+        Assert.That(SpinWait.SpinUntil(() => (sleeper.Thread.ThreadState & ThreadState.WaitSleepJoin) != 0, s_waitBound), Is.True, "the sleeper never slept");
 
         (Exception? failure, bool interruptKept) = RunWithInterruptPendingWhileHeld(signal, signal.PulseAll);
 

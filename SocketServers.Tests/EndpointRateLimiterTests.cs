@@ -1,4 +1,5 @@
 using System.Net;
+using PoolLib.Tests;
 using SocketServers.Internal;
 
 namespace SocketServers.Tests;
@@ -87,18 +88,13 @@ public sealed class EndpointRateLimiterTests
         using var start = new Barrier(Threads);
         int letThrough = 0;
 
-        Thread[] threads = [.. Enumerable.Range(0, Threads).Select(_ => new Thread(() =>
+        TestThread[] threads = [.. Enumerable.Range(0, Threads).Select(_ => TestThread.Start(() =>
         {
             start.SignalAndWait();
             int mine = CountLetThrough(limiter, s_sender, Attempts);
             Interlocked.Add(ref letThrough, mine);
         }))];
-        foreach (Thread thread in threads)
-        {
-            thread.Start();
-        }
-
-        foreach (Thread thread in threads)
+        foreach (TestThread thread in threads)
         {
             Assert.That(thread.Join(TimeSpan.FromSeconds(20)), Is.True);
         }

@@ -1,4 +1,8 @@
+using System.Net;
 using System.Net.Sockets;
+using PoolLib.Tests;
+using PoolLib.Tests.Fakes;
+using SocketServers.Internal;
 using static SocketServers.Tests.TcpEchoTesting;
 
 namespace SocketServers.Tests;
@@ -35,5 +39,51 @@ public sealed partial class TcpEchoServerTests
         Assert.That(afterwards["socketservers.rejected_connections"], Is.Zero);
         Assert.That(meter.Recorded("socketservers.connection.duration"), Has.Count.EqualTo(2));
         Assert.That(meter.Recorded("socketservers.connection.duration").Select(m => m.Tags["network.transport"]), Is.All.EqualTo("tcp"));
+    }
+
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task Metrics_ListenerThrowsAsInstrumentsArePublished_ServersStillServeAndAreObservedOnceItStops(CancellationToken cancellationToken)
+    {
+        // A copy of SocketServers of its own publishes its meter with its first server, whatever tests ran before this one.
+        using var fresh = new FreshCopy(typeof(SocketServer).Assembly, SocketServerMetrics.MeterName);
+        IAsyncDisposable first;
+        IPEndPoint firstEndPoint;
+        using (ThrowingMeterListener.Start(SocketServerMetrics.MeterName))
+        {
+            (first, firstEndPoint) = await StartFreshAsync(fresh, cancellationToken);
+        }
+
+        await using (first)
+        {
+            using Socket client = await SocketTestExtensions.ConnectTcpAsync(firstEndPoint, cancellationToken);
+            await client.AssertEchoOnAsync(cancellationToken);
+            using var meter = new SocketServersMeterReader(firstEndPoint.Port);
+
+            (IAsyncDisposable second, _) = await StartFreshAsync(fresh, cancellationToken);
+            await using (second)
+            {
+                Assert.That(meter.Observe().GetValueOrDefault("socketservers.messages"), Is.EqualTo(1), "the next server published the instruments again");
+            }
+        }
+    }
+
+    /// <summary>Starts an echo server from <paramref name="fresh"/>'s copy of SocketServers on 127.0.0.1, port 0.</summary>
+    private static async Task<(IAsyncDisposable Server, IPEndPoint EndPoint)> StartFreshAsync(FreshCopy fresh, CancellationToken cancellationToken)
+    {
+        object options = fresh.Create("SocketServers.TcpEchoServerOptions");
+        options.GetType().GetProperty(nameof(TcpEchoServerOptions.Address))!.SetValue(options, IPAddress.Loopback);
+        options.GetType().GetProperty(nameof(TcpEchoServerOptions.Port))!.SetValue(options, 0);
+        var server = (IAsyncDisposable)fresh.Create("SocketServers.TcpEchoServer", options);
+        try
+        {
+            await (Task)FreshCopy.Call(server, nameof(SocketServer.StartAsync), cancellationToken)!;
+            return (server, (IPEndPoint)server.GetType().GetProperty(nameof(SocketServer.LocalEndPoint))!.GetValue(server)!);
+        }
+        catch
+        {
+            await server.DisposeAsync();
+            throw;
+        }
     }
 }

@@ -5,6 +5,8 @@ namespace PoolLib.Tests.Internal;
 
 public sealed class IdleSlotStacksTests
 {
+    private static readonly TimeSpan s_waitBound = TimeSpan.FromSeconds(20);
+
     [Test]
     public void TryTake_StaleEntriesAhead_DropsEachOnceAndClaimsTheIdleSlot()
     {
@@ -86,7 +88,7 @@ public sealed class IdleSlotStacksTests
         int round = 0;
         int go = 0;
         int released = 0;
-        var releaser = new Thread(() =>
+        TestThread releaser = TestThread.Start(() =>
         {
             var jitter = new Random(1);
             for (int i = 1; i <= rounds; i++)
@@ -105,7 +107,6 @@ public sealed class IdleSlotStacksTests
                 SpinUntil(ref round, -i, cancellationToken);
             }
         });
-        releaser.Start();
 
         int lost = 0;
         int taken = 0;
@@ -134,7 +135,7 @@ public sealed class IdleSlotStacksTests
             Volatile.Write(ref round, -i);
         }
 
-        releaser.Join();
+        Assert.That(releaser.Join(s_waitBound), Is.True, "the releaser never finished");
         Assert.That(lost, Is.Zero, $"idle slots left without an entry in {rounds} rounds ({taken} taken by the look, {returning} seen returning)");
     }
 

@@ -22,8 +22,7 @@ public sealed class SerialQueueTests
             }
         });
         queue.Add(1);
-        var runner = new Thread(queue.RunPending);
-        runner.Start();
+        TestThread runner = TestThread.Start(queue.RunPending);
         Assert.That(firstRuns.Wait(s_waitBound), Is.True);
 
         queue.Add(2);
@@ -33,7 +32,7 @@ public sealed class SerialQueueTests
 
         Assert.That(runner.Join(s_waitBound), Is.True);
         Assert.That(ranBeforeTheFirstEnded, Is.False, "items run one at a time");
-        Assert.That(ran, Is.EqualTo(new[] { (1, runner), (2, runner) }));
+        Assert.That(ran, Is.EqualTo(new[] { (1, runner.Thread), (2, runner.Thread) }));
     }
 
     [Test]
@@ -61,7 +60,8 @@ public sealed class SerialQueueTests
     // In each round two threads add an item and run the queue once, at once: an item added as a runner stops is left
     // behind (the round ends with it not run), or two runners overlap.
     [Test]
-    public void RunPending_TwoThreadsAddingAndRunningAtOnce_EveryItemRunsByTheRoundsEndOneAtATime()
+    [CancelAfter(60_000)]
+    public void RunPending_TwoThreadsAddingAndRunningAtOnce_EveryItemRunsByTheRoundsEndOneAtATime(CancellationToken cancellationToken)
     {
         const int Rounds = 20_000;
         int running = 0;
@@ -75,23 +75,22 @@ public sealed class SerialQueueTests
         });
         using var roundStarts = new Barrier(3);
         using var roundEnds = new Barrier(3);
-        var threads = Enumerable.Range(0, 2).Select(_ => new Thread(() =>
+        List<TestThread> threads = [.. Enumerable.Range(0, 2).Select(_ => TestThread.Start(() =>
         {
             for (int round = 0; round < Rounds; round++)
             {
-                roundStarts.SignalAndWait();
+                roundStarts.SignalAndWait(cancellationToken);
                 queue.Add(round);
                 queue.RunPending();
-                roundEnds.SignalAndWait();
+                roundEnds.SignalAndWait(cancellationToken);
             }
-        })).ToList();
-        threads.ForEach(thread => thread.Start());
+        }))];
 
         int roundsWithAnItemLeft = 0;
         for (int round = 1; round <= Rounds; round++)
         {
-            roundStarts.SignalAndWait();
-            roundEnds.SignalAndWait();
+            roundStarts.SignalAndWait(cancellationToken);
+            roundEnds.SignalAndWait(cancellationToken);
             if (Volatile.Read(ref ranCount) != 2 * round)
             {
                 roundsWithAnItemLeft++;

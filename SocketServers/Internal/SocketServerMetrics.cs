@@ -11,59 +11,47 @@ namespace SocketServers.Internal;
 /// <remarks>
 /// Counts are observable: they read each running server's counters when a listener collects, so the per-message path
 /// records nothing it did not already count. The connection-duration histogram is recorded once per connection and
-/// dropped datagrams once per drop, both off the per-message path.
+/// dropped datagrams once per drop, both off the per-message path. The instruments are published when the first server
+/// starts, and, if a listener threw from <see cref="MeterListener.InstrumentPublished"/>, again when the next one does
+/// (<see cref="MeterInstruments{TInstruments}"/>): a failing listener costs measurements until then, never a server.
 /// </remarks>
 internal static class SocketServerMetrics
 {
     public const string MeterName = "SocketServers";
 
-    private static readonly Meter s_meter = new(MeterName);
-
     // The servers observed, from their start (Track) until they stop (Untrack); held weakly, so that one never
     // stopped can still be collected.
     private static readonly WeakRegistry<SocketServer> s_servers = new();
 
-    private static readonly Histogram<double> s_connectionDuration = s_meter.CreateHistogram<double>(
-        "socketservers.connection.duration", "s", "How long TCP connections lasted.");
+    private static readonly MeterInstruments<Instruments> s_instruments = new(MeterName, static meter => new Instruments(meter));
 
-    private static readonly Counter<long> s_datagramsDropped = s_meter.CreateCounter<long>(
-        "socketservers.dropped_datagrams", "{datagram}", "UDP datagrams not answered, by reason.");
-
-    private static readonly Counter<long> s_errors = s_meter.CreateCounter<long>(
-        "socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
-
-    static SocketServerMetrics()
+    /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected, publishing the
+    /// instruments unless they are.</summary>
+    public static void Track(SocketServer server)
     {
-        s_meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
-        s_meter.CreateObservableUpDownCounter("socketservers.queued_connections", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
-        s_meter.CreateObservableCounter("socketservers.rejected_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Rejected), "{connection}", "TCP clients closed at once: over a connection limit.");
-        s_meter.CreateObservableCounter("socketservers.evicted_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
-        s_meter.CreateObservableCounter("socketservers.sent_bytes", () => Observe(null, static (s, c) => c.BytesSent), "By", "Bytes sent.");
-        s_meter.CreateObservableCounter("socketservers.messages", () => Observe(null, static (s, c) => c.MessagesHandled), "{message}", "TCP receives handled and UDP datagrams answered.");
+        s_servers.Add(server);
+        s_instruments.EnsurePublished();
     }
-
-    /// <summary>Observes <paramref name="server"/> until <see cref="Untrack"/> or until it is collected.</summary>
-    public static void Track(SocketServer server) => s_servers.Add(server);
 
     /// <summary>Stops observing <paramref name="server"/>.</summary>
     public static void Untrack(SocketServer server) => s_servers.Remove(server);
 
     public static void ConnectionClosed(SocketServer server, TimeSpan duration)
     {
-        if (s_connectionDuration.Enabled)
+        if (s_instruments.Current?.ConnectionDuration is { Enabled: true } connectionDuration)
         {
             TagList tags = Tags(server);
-            s_connectionDuration.Record(duration.TotalSeconds, tags);
+            connectionDuration.Record(duration.TotalSeconds, tags);
         }
     }
 
     public static void DatagramDropped(SocketServer server, string reason)
     {
-        if (s_datagramsDropped.Enabled)
+        if (s_instruments.Current?.DatagramsDropped is { Enabled: true } datagramsDropped)
         {
             TagList tags = Tags(server);
             tags.Add("reason", reason);
-            s_datagramsDropped.Add(1, tags);
+            datagramsDropped.Add(1, tags);
         }
     }
 
@@ -73,12 +61,12 @@ internal static class SocketServerMetrics
     /// <param name="errorType">The socket error's name, or the exception's full type name.</param>
     public static void Error(SocketServer server, string operation, string errorType)
     {
-        if (s_errors.Enabled)
+        if (s_instruments.Current?.Errors is { Enabled: true } errors)
         {
             TagList tags = Tags(server);
             tags.Add("socketservers.operation", operation);
             tags.Add("error.type", errorType);
-            s_errors.Add(1, tags);
+            errors.Add(1, tags);
         }
     }
 
@@ -107,5 +95,28 @@ internal static class SocketServerMetrics
         }
 
         return tags;
+    }
+
+    /// <summary>The instruments, made in one publication on the meter they are given.</summary>
+    private sealed class Instruments
+    {
+        public Instruments(Meter meter)
+        {
+            ConnectionDuration = meter.CreateHistogram<double>("socketservers.connection.duration", "s", "How long TCP connections lasted.");
+            DatagramsDropped = meter.CreateCounter<long>("socketservers.dropped_datagrams", "{datagram}", "UDP datagrams not answered, by reason.");
+            Errors = meter.CreateCounter<long>("socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
+            meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
+            meter.CreateObservableUpDownCounter("socketservers.queued_connections", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
+            meter.CreateObservableCounter("socketservers.rejected_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Rejected), "{connection}", "TCP clients closed at once: over a connection limit.");
+            meter.CreateObservableCounter("socketservers.evicted_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.Evicted), "{connection}", "TCP connections evicted for a waiting client.");
+            meter.CreateObservableCounter("socketservers.sent_bytes", () => Observe(null, static (s, c) => c.BytesSent), "By", "Bytes sent.");
+            meter.CreateObservableCounter("socketservers.messages", () => Observe(null, static (s, c) => c.MessagesHandled), "{message}", "TCP receives handled and UDP datagrams answered.");
+        }
+
+        public Histogram<double> ConnectionDuration { get; }
+
+        public Counter<long> DatagramsDropped { get; }
+
+        public Counter<long> Errors { get; }
     }
 }
