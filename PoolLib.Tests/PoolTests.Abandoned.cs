@@ -109,7 +109,7 @@ public sealed partial class PoolTests
         Assert.That(taker.Join(s_waitBound), Is.True, "the taker never finished");
 
         Assert.That(slowest!.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
-        Assert.That(pool.Slots.ToArray().Where(s => s is not null).Select(s => s!.Object), Does.Not.Contain(slowest));
+        Assert.That(pool.Registry.Slots.ToArray().Where(s => s is not null).Select(s => s!.Object), Does.Not.Contain(slowest));
         if (prewarm)
         {
             AssertCounts(pool, total: 0, available: 0);
@@ -162,7 +162,7 @@ public sealed partial class PoolTests
         Assert.That(taken!.Object, Is.SameAs(second.Object), "the taker looked on and got the object released next");
         Assert.That(validated.DisposeCount, Is.EqualTo(1), "discarded once, by maintenance");
         Assert.That(pool.PeakLiveCount, Is.LessThanOrEqualTo(2), "the cap");
-        Assert.That(pool.Slots.ToArray(), Does.Contain(third), "every live slot stays registered");
+        Assert.That(pool.Registry.Slots.ToArray(), Does.Contain(third), "every live slot stays registered");
         AssertCounts(pool, total: 2, available: 0);
     }
 

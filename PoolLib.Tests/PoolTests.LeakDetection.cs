@@ -116,7 +116,7 @@ public sealed partial class PoolTests
     private static PoolSlot<TrackedObject> ObjectPoolGetForTrace(Pool<TrackedObject> pool)
     {
         TrackedObject taken = pool.AsObjectPool(waitWhileExhausted: true).Get();
-        return pool.Slots.ToArray().Single(slot => slot is not null && ReferenceEquals(slot.Object, taken))!;
+        return pool.Registry.Slots.ToArray().Single(slot => slot is not null && ReferenceEquals(slot.Object, taken))!;
     }
 
     [TestCase(4, new[] { false, false, false, true, false, false, false, true })]

@@ -151,7 +151,8 @@ public sealed partial class PoolTests
         options.GetType().GetProperty(nameof(PoolOptions.MaxCapacity))!.SetValue(options, 1);
         options.GetType().GetProperty(nameof(PoolOptions.Name))!.SetValue(options, name);
         MethodInfo create = fresh.Assembly.GetType("PoolLib.Pool", throwOnError: true)!.GetMethods()
-            .Single(method => method.Name == nameof(Pool.Create) && method.GetParameters()[0].ParameterType == options.GetType())
+            .Single(method => method.Name == nameof(Pool.Create) && method.GetParameters()[0].ParameterType == options.GetType()
+                && method.GetParameters()[1].ParameterType.GetGenericTypeDefinition() == typeof(Func<>))
             .MakeGenericMethod(typeof(object));
         using var pool = (IDisposable)create.Invoke(null, BindingFlags.DoNotWrapExceptions, binder: null, [options, new Func<object>(() => new object()), null], culture: null)!;
         FreshCopy.Call(pool, nameof(Pool<>.Release), FreshCopy.Call(pool, nameof(Pool<>.TakeSlot)));

@@ -70,7 +70,7 @@ public sealed partial class PoolTests
         PoolSlot<TrackedObject> next = pool.TakeSlot();
 
         Assert.That(trimmed, Is.EqualTo(Burst));
-        Assert.That(pool.Slots.Length, Is.LessThanOrEqualTo(16), "the registry shrank with the objects");
+        Assert.That(pool.Registry.Slots.Length, Is.LessThanOrEqualTo(16), "the registry shrank with the objects");
         Assert.That(pool.AvailableCount, Is.Zero);
         Assert.That(next.Object, Is.SameAs(pool.Created.Last()), "a new object, made without walking the burst's places");
         pool.Release(next);

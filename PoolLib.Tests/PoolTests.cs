@@ -324,7 +324,7 @@ public sealed partial class PoolTests
         where T : class
     {
         int idle = 0;
-        foreach (PoolSlot<T>? slot in pool.Slots)
+        foreach (PoolSlot<T>? slot in pool.Registry.Slots)
         {
             idle += slot is { IsIdle: true } ? 1 : 0;
         }

@@ -20,53 +20,42 @@ namespace PoolLib;
 /// </remarks>
 public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWaiters<T>.ISupply where T : class
 {
-    // How often a synchronous taker retries, spinning and then yielding, before it queues (see TrySpinTake).
-    private const int SpinRoundsBeforeWaiting = 20;
-
-    private readonly LockFreeSemaphore _allocationBudget;
+    // The cap: its count is the units not in use; a unit is taken for each object made, and given back with it.
+    private readonly LockFreeSemaphore _cap;
     private readonly SlotRegistry<T> _registry = new();
     private readonly ThreadHintTable<T> _hints;
     private readonly IdleSlotStacks<T> _idleStacks = new();
     private readonly TakeWaiters<T> _waiters = new();
+
+    // The mechanisms off the fast paths, each with its own state.
+    private readonly SlotLifecycle<T> _lifecycle;
+    private readonly WaitingTakes<T> _waiting;
+    private readonly PoolTrimmer<T> _trimmer;
     private readonly PoolMaintenance<T>? _maintenance;
-
-    // Makes objects in the background: for every taker where the pool creates asynchronously, else only to fill MinIdle; null for neither.
     private readonly PoolCreator<T>? _creator;
-    private readonly bool _createsAsynchronously;
+    private readonly IdleValidation<T>? _idleValidation;
 
-    // How long an object may be idle before TakeSlotAsync runs ValidateAsync on it, in TimeProvider units; 0 never.
-    private readonly long _validateAfterIdle;
     private readonly string _name;
-    private readonly int _minIdle;
     private readonly TimeProvider _time;
+    private readonly bool _createsAsynchronously;
 
     // No thread needs hints for more slots than the cap.
     private readonly int _maxHints;
 
-    // One take in this many records where it was taken; 0 while leak detection or its sampling is off.
-    private readonly int _leakSamplingInterval;
+    // Whether a take may be sampled for leak detection (see ThreadHints.CountDownToLeakSample).
+    private readonly bool _samplesLeaks;
 
-    // Whether a release does more than its fast path: it resets idle time, or calls IResettable.TryReset.
+    // Whether a release does more than its fast path: it resets idle time, stamps it, or calls IResettable.TryReset.
     private readonly bool _tracksIdleTime;
     private readonly bool _resetsObjects;
     private readonly bool _releasesSlowly;
-
-    // 1 while a trim down to MinIdle (Trim, or the timer's after its sweep) counts the objects beyond MinIdle and claims
-    // them: two at once would each claim that many. Claimed objects are no longer idle, so the next trim counts without
-    // them; their Dispose runs after this is cleared, so that a slow one holds up no other trim.
-    private int _trimming;
-
-    // Set by a Trim() that found another trim claiming: the claimer claims down to MinIdle once more before it ends,
-    // since the trim it ran counted its excess before the releases since, or was the timer's, which keeps what is
-    // recently idle.
-    private int _trimAgain;
 
     /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
     /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
     /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
     protected Pool(int maxCapacity)
-        : this(ValidMaxCapacity(maxCapacity))
+        : this(PoolOptions.ForCapacity(maxCapacity))
     {
     }
 
@@ -93,18 +82,18 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
-        _allocationBudget = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
+        _cap = new LockFreeSemaphore(options.MaxCapacity, options.MaxCapacity);
         _name = options.Name ?? defaultName ?? DisplayName(GetType());
-        _minIdle = options.MinIdle;
         _time = options.TimeProvider ?? TimeProvider.System;
         _maxHints = (int)Math.Min(1 << 16, BitOperations.RoundUpToPowerOf2((uint)options.MaxCapacity));
-        _leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval;
-        _hints = new ThreadHintTable<T>(_leakSamplingInterval);
+        int leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval;
+        _samplesLeaks = leakSamplingInterval != 0;
+        _hints = new ThreadHintTable<T>(leakSamplingInterval);
         _maintenance = PoolMaintenance<T>.Create(this, options);
+        _idleValidation = options.ValidateAfterIdle is { } idle ? new IdleValidation<T>(this, _time, idle) : null;
         _tracksIdleTime = _maintenance?.TracksIdleTime ?? false;
         _resetsObjects = resetsObjects;
-        _validateAfterIdle = options.ValidateAfterIdle is { } idle ? Math.Max(1, (long)(idle.TotalSeconds * _time.TimestampFrequency)) : 0;
-        _releasesSlowly = _tracksIdleTime | resetsObjects | _validateAfterIdle != 0;
+        _releasesSlowly = _tracksIdleTime | resetsObjects | _idleValidation is not null;
 
         // Which of the two constructors the subclass overrides decides how the pool creates: the delegates bind to the overrides.
         Func<CancellationToken, ValueTask<T>> constructAsync = ObjectConstructorAsync;
@@ -115,9 +104,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             throw new NotSupportedException($"The pool '{_name}' overrides neither {nameof(ObjectConstructor)} nor {nameof(ObjectConstructorAsync)}: it has no way to make an object.");
         }
 
+        _lifecycle = new SlotLifecycle<T>(this, construct, constructAsync, _createsAsynchronously, _time, stampsReleases: _idleValidation is not null);
+        _waiting = new WaitingTakes<T>(this, leakSamplingInterval);
+        _trimmer = new PoolTrimmer<T>(this, options.MinIdle);
         if (_createsAsynchronously || options.FillMinIdle == true)
         {
-            _creator = new PoolCreator<T>(this, options, constructAsync, servesWaiters: _createsAsynchronously, fillsMinIdle: options.FillMinIdle ?? true);
+            _creator = new PoolCreator<T>(this, options, servesWaiters: _createsAsynchronously, fillsMinIdle: options.FillMinIdle ?? true);
         }
 
         PoolMetrics.Track(this);
@@ -151,11 +143,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     public string Name => _name;
 
     /// <summary>Gets the cap on objects alive at once, idle and rented together.</summary>
-    public int MaxCapacity => _allocationBudget.MaxCount;
+    public int MaxCapacity => _cap.MaxCount;
 
     /// <summary>Gets how many objects exist: created and not yet discarded, idle or rented.</summary>
     /// <remarks>Never greater than <see cref="MaxCapacity"/>. A snapshot under concurrent use.</remarks>
-    public int TotalCount => _allocationBudget.MaxCount - _allocationBudget.CurrentCount;
+    public int TotalCount => _cap.MaxCount - _cap.CurrentCount;
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
@@ -167,14 +159,44 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <summary>Gets how many takers are waiting for an object.</summary>
     public int WaiterCount => _waiters.Count;
 
-    /// <summary>Gets every slot the pool holds, for maintenance; entries may be null.</summary>
-    internal ReadOnlySpan<PoolSlot<T>?> Slots => _registry.Slots;
+    // For the internal types that hold the mechanisms off the fast paths.
+    internal SlotRegistry<T> Registry => _registry;
+
+    internal ThreadHintTable<T> Hints => _hints;
+
+    internal TakeWaiters<T> Waiters => _waiters;
+
+    internal SlotLifecycle<T> Lifecycle => _lifecycle;
+
+    internal PoolTrimmer<T> Trimmer => _trimmer;
+
+    internal PoolMaintenance<T>? Maintenance => _maintenance;
+
+    internal PoolCreator<T>? Creator => _creator;
+
+    internal bool CreatesAsynchronously => _createsAsynchronously;
+
+    internal bool IsDisposed => _waiters.IsDisposed;
+
+    internal int FreeUnits => _cap.CurrentCount;
+
+    internal bool TryTakeUnit() => _cap.TryTake();
+
+    internal EventHandler<PoolLeakEventArgs>? LeakHandlers(bool returned) => returned ? LeakedRentalReturned : RentalLeakSuspected;
+
+    internal void HoldSlot(T @object, PoolSlot<T> slot) => HoldSlotInObject(@object, slot);
+
+    internal ValueTask<bool> CheckHealthAsync(T @object, CancellationToken cancellationToken) => ValidateAsync(@object, cancellationToken);
+
+    /// <summary>A take on the fast path, else on the slow one, with no health check after idle.</summary>
+    internal ValueTask<PoolSlot<T>> TakeUncheckedAsync(CancellationToken cancellationToken) =>
+        TakeFast(out _) is { } slot ? new ValueTask<PoolSlot<T>>(slot) : _waiting.TakeAsync(cancellationToken);
 
     /// <summary>Takes an object, waiting as long as it takes while the pool is exhausted.</summary>
     /// <returns>The slot of the rented object; dispose it or pass it to <see cref="Release(PoolSlot{T})"/> to return it.</returns>
     /// <exception cref="ObjectDisposedException">The pool is disposed, before or while waiting.</exception>
     /// <remarks>Any exception from <see cref="ObjectConstructor"/> or <see cref="Validate"/> reaches the caller; the cap is untouched by it.</remarks>
-    public PoolSlot<T> TakeSlot() => TakeFast(out _) ?? TakeSlotSlow(start: 0, deadline: long.MaxValue)!;
+    public PoolSlot<T> TakeSlot() => TakeFast(out _) ?? _waiting.Take(start: 0, deadline: long.MaxValue)!;
 
     /// <summary>Takes an object if one is idle or may be created; never waits.</summary>
     /// <param name="slot">The slot of the rented object, or <see langword="null"/> when this returns <see langword="false"/>.</param>
@@ -186,7 +208,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </remarks>
     public bool TryTakeSlot([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
-        slot = TakeFast(out bool foundNone) ?? (foundNone ? null : TakeSlotSlow(start: 0, deadline: 0));
+        slot = TakeFast(out bool foundNone) ?? (foundNone ? null : _waiting.Take(start: 0, deadline: 0));
         if (slot is null && _createsAsynchronously)
         {
             // Nothing idle: a creation for the next taker, if none is under way for it.
@@ -209,11 +231,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         long start = Stopwatch.GetTimestamp();
         if ((timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan) || timeout.TotalMilliseconds > int.MaxValue)
         {
-            ThrowTimeoutOutOfRange(nameof(timeout));
+            PoolThrowHelper.ThrowTimeoutOutOfRange(nameof(timeout));
         }
 
         long deadline = timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : start + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
-        slot = TakeFast(out _) ?? TakeSlotSlow(start, deadline);
+        slot = TakeFast(out _) ?? _waiting.Take(start, deadline);
         return slot is not null;
     }
 
@@ -244,12 +266,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             return ValueTask.FromException<PoolSlot<T>>(failure);
         }
 
-        if (_validateAfterIdle != 0)
+        if (_idleValidation is { } check)
         {
-            return slot is not null && !IsIdleTooLong(slot) ? new ValueTask<PoolSlot<T>>(slot) : TakeCheckedAsync(slot, cancellationToken);
+            return slot is not null && !check.IsIdleTooLong(slot) ? new ValueTask<PoolSlot<T>>(slot) : check.TakeCheckedAsync(slot, cancellationToken);
         }
 
-        return slot is not null ? new ValueTask<PoolSlot<T>>(slot) : TakeSlotSlowAsync(cancellationToken);
+        return slot is not null ? new ValueTask<PoolSlot<T>>(slot) : _waiting.TakeAsync(cancellationToken);
     }
 
     /// <summary>Returns a rented object to the pool; the same as disposing its slot.</summary>
@@ -270,7 +292,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         ArgumentNullException.ThrowIfNull(slot);
         if (!ReferenceEquals(slot.Owner, this))
         {
-            ThrowForeignSlot(nameof(slot));
+            PoolThrowHelper.ThrowForeignSlot(nameof(slot));
         }
 
         if (!slot.TryBeginReturn())
@@ -292,7 +314,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            _lifecycle.DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
             throw;
         }
 
@@ -316,7 +338,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         ArgumentOutOfRangeException.ThrowIfNegative(rental);
         if (!ReferenceEquals(slot.Owner, this))
         {
-            ThrowForeignSlot(nameof(slot));
+            PoolThrowHelper.ThrowForeignSlot(nameof(slot));
         }
 
         if (!slot.TryBeginReturn(rental))
@@ -421,68 +443,14 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     protected bool TryAllocatePush()
     {
         ThrowIfDisposed();
-        if (!_allocationBudget.TryTake())
+        if (!_cap.TryTake())
         {
             return false;
         }
 
-        StoreNew(CreateSlot());
+        _lifecycle.StoreNew(_lifecycle.CreateSlot());
         return true;
     }
-
-    /// <summary>Stores an object a background creation made, with the unit of the cap it took; disposes it if the pool is disposed.</summary>
-    internal void AddCreated(T @object, int retirements)
-    {
-        if (_waiters.IsDisposed)
-        {
-            try
-            {
-                (@object as IDisposable)?.Dispose();
-            }
-            finally
-            {
-                ReturnUnit();
-            }
-
-            return;
-        }
-
-        StoreNew(CreateSlot(@object, retirements));
-    }
-
-    /// <summary>Makes a new rented slot idle; unless maintenance took the rental back while HoldSlotInObject ran: the object is gone then.</summary>
-    private void StoreNew(PoolSlot<T> slot)
-    {
-        if (!slot.TryBeginReturn())
-        {
-            return;
-        }
-
-        if (slot.IsRetired)
-        {
-            // Retired by a Clear that ran while it was made.
-            Discard(slot, PoolMetrics.DiscardReason.Expired);
-        }
-        else
-        {
-            Store(slot);
-        }
-    }
-
-    /// <summary>Gets the registry's count of clears, read before a background creation begins (see <see cref="CreateSlot(T, int)"/>).</summary>
-    internal int Retirements => _registry.Retirements;
-
-    /// <summary>Gets how many more objects the cap allows.</summary>
-    internal int Room => _allocationBudget.CurrentCount;
-
-    /// <summary>Takes a unit of the cap for a background creation.</summary>
-    internal bool TryTakeCreationUnit() => _allocationBudget.TryTake();
-
-    /// <summary>Gives back the unit of a background creation that failed.</summary>
-    internal void ReturnCreationUnit() => ReturnUnit();
-
-    /// <summary>Fails the oldest <paramref name="count"/> waiters with a creation's failure.</summary>
-    internal void FailWaiters(int count, Exception failure) => _waiters.FailOldest(count, failure);
 
     /// <summary>
     /// Begins keeping <see cref="PoolOptions.MinIdle"/> objects idle now, where the pool fills it (see
@@ -508,8 +476,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         ThrowIfDisposed();
         List<Exception>? failures = null;
-        int trimmed = TrimToMinIdle(idleSince: null, ref failures);
-        ThrowIfAny(failures);
+        int trimmed = _trimmer.TrimToMinIdle(idleSince: null, ref failures);
+        PoolThrowHelper.ThrowIfAny(failures);
         return trimmed;
     }
 
@@ -530,8 +498,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         _registry.RetireAll();
 
         List<Exception>? failures = null;
-        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, ref failures);
-        ThrowIfAny(failures);
+        _trimmer.DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, ref failures);
+        PoolThrowHelper.ThrowIfAny(failures);
     }
 
     /// <summary>
@@ -573,8 +541,8 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         try
         {
             List<Exception>? failures = null;
-            DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, ref failures);
-            ThrowIfAny(failures);
+            _trimmer.DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, ref failures);
+            PoolThrowHelper.ThrowIfAny(failures);
         }
         finally
         {
@@ -590,137 +558,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
     }
 
-    /// <summary>Trims and discards what the maintenance timer found, without throwing: the objects are gone either way.</summary>
-    internal void DiscardIdleInMaintenance(bool retiredOnly, long? idleSince)
-    {
-        List<Exception>? dropped = null;
-        if (retiredOnly)
-        {
-            DiscardIdle(PoolMetrics.DiscardReason.Expired, keep: 0, retiredOnly: true, idleSince: null, ref dropped);
-        }
-
-        if (idleSince is not null)
-        {
-            TrimToMinIdle(idleSince, ref dropped);
-        }
-    }
-
-    /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
-    /// if given), unless another trim is claiming its objects, which is left to do it (and, for a Trim(), to claim once more).</summary>
-    private int TrimToMinIdle(long? idleSince, ref List<Exception>? failures)
-    {
-        List<PoolSlot<T>>? claimed = null;
-        while (true)
-        {
-            if (Interlocked.CompareExchange(ref _trimming, 1, 0) == 0)
-            {
-                // A request made before this trim counts its excess is done by it.
-                Interlocked.Exchange(ref _trimAgain, 0);
-                try
-                {
-                    ClaimIdle(_minIdle, retiredOnly: false, idleSince, disposing: false, ref claimed, ref failures);
-                }
-                finally
-                {
-                    // A full fence before the read of _trimAgain, as a requester's is before its read of _trimming:
-                    // of a request and the end of a trim, one sees the other.
-                    Interlocked.Exchange(ref _trimming, 0);
-                }
-
-                if (Interlocked.Exchange(ref _trimAgain, 0) == 0)
-                {
-                    break;
-                }
-
-                idleSince = null;
-                continue;
-            }
-
-            // A tick leaves the work to the trim under way, which keeps no more idle objects than the tick would.
-            if (idleSince is not null)
-            {
-                break;
-            }
-
-            Interlocked.Exchange(ref _trimAgain, 1);
-            if (Volatile.Read(ref _trimming) != 0)
-            {
-                break;
-            }
-        }
-
-        return DiscardClaimed(claimed, PoolMetrics.DiscardReason.Trimmed, retiredOnly: false, ref failures);
-    }
-
-    /// <summary>Counts and raises <see cref="RentalLeakSuspected"/>, or <see cref="LeakedRentalReturned"/>, each handler in turn, dropping what they throw.</summary>
-    internal void RaiseLeakEvent(PoolLeakEventArgs args, bool returned)
-    {
-        if (returned)
-        {
-            PoolMetrics.LeakReturned(_name);
-        }
-        else
-        {
-            PoolMetrics.LeakReported(_name);
-        }
-
-        if ((returned ? LeakedRentalReturned : RentalLeakSuspected) is not { } handlers)
-        {
-            return;
-        }
-
-        foreach (EventHandler<PoolLeakEventArgs> handler in Delegate.EnumerateInvocationList(handlers))
-        {
-            try
-            {
-                handler(this, args);
-            }
-            catch (Exception)
-            {
-                // A handler's failure must not stop the timer, the process, or the handlers after it.
-            }
-        }
-    }
-
-    /// <summary>
-    /// Takes back a rental held past the abandoned-rental timeout, if it is still rented in
-    /// <paramref name="rental"/>; the caller then discards it with <see cref="DiscardTakenBack"/>.
-    /// </summary>
-    internal bool TryTakeBackAbandoned(PoolSlot<T> slot, int rental)
-    {
-        // This and the renter's release race for one compare-and-swap from (rented, rental). The claim is
-        // marked in flight first, so a release that loses reads it after the state it lost to, and waits
-        // for the outcome (see SlotHistory.TakenBackRental).
-        SlotHistory history = slot.History!;
-        Volatile.Write(ref history.AbandonedRental, SlotHistory.InFlight(rental));
-        if (!slot.TryBeginReturn(rental))
-        {
-            Volatile.Write(ref history.AbandonedRental, -1);
-            return false;
-        }
-
-        Volatile.Write(ref history.AbandonedRental, rental);
-        return true;
-    }
-
-    /// <summary>Discards the object of a rental taken back as abandoned, and gives its place under the cap to a waiter.</summary>
-    internal void DiscardTakenBack(PoolSlot<T> slot)
-    {
-        try
-        {
-            Discard(slot, PoolMetrics.DiscardReason.Abandoned);
-        }
-        catch (Exception)
-        {
-            // The object's Dispose failed; it is gone, and its place under the cap is back, all the same.
-        }
-    }
-
     /// <summary>Makes an object that the pool neither counts nor keeps; for callers that must not wait (see <see cref="ObjectPoolAdapter{T}"/>).</summary>
     internal T CreateUnpooled()
     {
         ThrowIfDisposed();
-        return Construct();
+        return _lifecycle.Construct();
     }
 
     /// <summary>Ends a rental without storing the object; what <see cref="PoolSlot{T}.Discard"/> does.</summary>
@@ -733,7 +575,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
 
         RecordUse(slot);
-        Discard(slot, _waiters.IsDisposed ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
+        _lifecycle.Discard(slot, _waiters.IsDisposed ? PoolMetrics.DiscardReason.Disposed : PoolMetrics.DiscardReason.Discarded);
     }
 
     /// <summary>
@@ -748,7 +590,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         // A take due to be sampled for leak detection goes the slow way, which records where it was taken.
         if (!_waiters.IsQuietAndLive || _hints.CurrentOrNull is not { } hints
-            || (_leakSamplingInterval != 0 && hints.CountDownToLeakSample()))
+            || (_samplesLeaks && hints.CountDownToLeakSample()))
         {
             return null;
         }
@@ -799,7 +641,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             }
         }
 
-        if (!_allocationBudget.TryTake())
+        if (!_cap.TryTake())
         {
             return null;
         }
@@ -834,13 +676,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return false;
             }
 
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            _lifecycle.DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
             throw;
         }
 
         if (!valid)
         {
-            unitKept = DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
+            unitKept = _lifecycle.DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
             return false;
         }
 
@@ -871,7 +713,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         RecordUse(slot);
         if (slot.IsRetired)
         {
-            Discard(slot, PoolMetrics.DiscardReason.Expired);
+            _lifecycle.Discard(slot, PoolMetrics.DiscardReason.Expired);
             return;
         }
 
@@ -881,10 +723,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
             Volatile.Write(ref slot.History!.IdleSince, 0);
         }
 
-        if (_validateAfterIdle != 0)
-        {
-            Volatile.Write(ref slot.History!.ReleasedAt, _time.GetTimestamp());
-        }
+        _idleValidation?.StampRelease(slot);
 
         if (CleanUpOrDiscard(slot))
         {
@@ -898,7 +737,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         if (!slot.WasTakenBack(rental))
         {
-            ThrowSlotAlreadyReturned();
+            PoolThrowHelper.ThrowSlotAlreadyReturned();
         }
 
         PoolMetrics.ReleasedLate(_name);
@@ -906,7 +745,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>Notes when a rental began, for the use-time histogram; only while a listener has it on.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void BeginUse(PoolSlot<T> slot)
+    internal void BeginUse(PoolSlot<T> slot)
     {
         slot.UseStart = _time.GetTimestamp();
         slot.MarkUseStamped();
@@ -922,7 +761,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>Makes idle again a slot handed to a waiter that gave up, whose object nobody used.</summary>
-    private void StoreAgain(PoolSlot<T> slot)
+    internal void StoreAgain(PoolSlot<T> slot)
     {
         if (_tracksIdleTime)
         {
@@ -934,7 +773,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
     /// <summary>Makes a returning slot idle, then does what its publication owes: an entry, a waiter served, a discard after Dispose.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private void Store(PoolSlot<T> slot)
+    internal void Store(PoolSlot<T> slot)
     {
         slot.Publish();
         if (slot.Stack is null || !_waiters.IsQuietAndLive)
@@ -964,133 +803,12 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
         if (_waiters.IsDisposed && slot.TryClaimIdleForPool())
         {
-            Discard(slot, PoolMetrics.DiscardReason.Disposed);
+            _lifecycle.Discard(slot, PoolMetrics.DiscardReason.Disposed);
         }
-    }
-
-    /// <summary>
-    /// Takes any idle object or a new one, else waits until <paramref name="deadline"/>
-    /// (<see cref="long.MaxValue"/>: for ever; not after <paramref name="start"/>: not at all). Returns
-    /// <see langword="null"/> on timeout.
-    /// </summary>
-    /// <param name="start">When the take began, in <see cref="Stopwatch"/> units; 0 to read the clock only if it waits.</param>
-    /// <param name="deadline">When to give up, in the same units.</param>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private PoolSlot<T>? TakeSlotSlow(long start, long deadline)
-    {
-        StackTrace? trace = SampleTrace();
-        PoolSlot<T>? slot = TakeOrWait(start, deadline);
-        if (slot is not null)
-        {
-            BeginRental(slot, trace);
-        }
-
-        return slot;
-    }
-
-    /// <summary>Where a take begins, if it is one that leak detection samples; else <see langword="null"/>.</summary>
-    private StackTrace? SampleTrace() =>
-        _leakSamplingInterval != 0 && _hints.Current.TakeLeakSample(_leakSamplingInterval) ? CallerStackTrace.Capture() : null;
-
-    /// <summary>What a take on the slow path owes its rental: where it began, if sampled, and when, if the use-time histogram is on.</summary>
-    private void BeginRental(PoolSlot<T> slot, StackTrace? trace)
-    {
-        if (trace is not null)
-        {
-            _maintenance!.RecordTrace(slot, trace);
-        }
-
-        if (PoolMetrics.UseTimeEnabled)
-        {
-            BeginUse(slot);
-        }
-    }
-
-    /// <summary>The body of <see cref="TakeSlotSlow"/>, with the same parameters and result.</summary>
-    private PoolSlot<T>? TakeOrWait(long start, long deadline)
-    {
-        // Round again only when handed a slot that maintenance took back as abandoned before this thread ran: in the
-        // queue then at the place it had.
-        TakeWaiters<T>.Waiter? served = null;
-        while (true)
-        {
-            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
-            {
-                return slot;
-            }
-
-            if (deadline <= start || (served is null && TrySpinTake(deadline, out slot)))
-            {
-                return slot;
-            }
-
-            TakeWaiters<T>.Waiter waiter = Enqueue(start == 0 || served is not null ? Stopwatch.GetTimestamp() : start, served);
-            bool completed;
-            try
-            {
-                completed = waiter.WaitForCompletion(deadline);
-            }
-            catch (ThreadInterruptedException)
-            {
-                Abandon(waiter);
-                throw;
-            }
-
-            if (!completed && _waiters.TryCancel(waiter, CancellationToken.None))
-            {
-                PoolMetrics.TimedOut(_name);
-                return null;
-            }
-
-            if (Accept(waiter, waiter.Task.GetAwaiter().GetResult()) is { } accepted)
-            {
-                return accepted;
-            }
-
-            served = waiter;
-        }
-    }
-
-    /// <summary>
-    /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
-    /// turns up with no waiter queued. Only a thread that is about to block does this.
-    /// </summary>
-    /// <remarks>
-    /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
-    /// mid-rental. Blocking then makes every later release a hand-over to a sleeping thread, and
-    /// new takers must queue behind it, so the pool runs at the rate of thread wake-ups (a convoy).
-    /// A spinner is not a waiter, and takes only when no waiter is queued, so fairness is kept.
-    /// </remarks>
-    private bool TrySpinTake(long deadline, [NotNullWhen(true)] out PoolSlot<T>? slot)
-    {
-        // SpinWait yields the core now and then, which may keep a thread off it past a deadline: a timed
-        // take only spins. An interrupt may end a yield, as it would any blocking take; nothing is held
-        // between rounds, so nothing is left behind.
-        bool endless = deadline == long.MaxValue;
-        var spinner = new SpinWait();
-        for (int i = 0; i < SpinRoundsBeforeWaiting && (endless || Stopwatch.GetTimestamp() < deadline); i++)
-        {
-            if (endless)
-            {
-                spinner.SpinOnce(sleep1Threshold: -1);
-            }
-            else
-            {
-                Thread.SpinWait(1 << Math.Min(i, 8));
-            }
-
-            if (TryTakeWithoutWaiting(out slot))
-            {
-                return true;
-            }
-        }
-
-        slot = null;
-        return false;
     }
 
     /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
-    private bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    internal bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
     {
         ThrowIfDisposed();
         ThreadHints<T> hints = _hints.Current;
@@ -1117,198 +835,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     /// <summary>
-    /// Takes as <see cref="TakeSlotAsync"/> does where <see cref="PoolOptions.ValidateAfterIdle"/> is set: each object
-    /// idle longer than that is checked with <see cref="ValidateAsync"/>, and the take goes on past those that fail.
-    /// </summary>
-    /// <param name="slot">An object already taken, or <see langword="null"/>.</param>
-    /// <param name="cancellationToken">The take's token.</param>
-    private async ValueTask<PoolSlot<T>> TakeCheckedAsync(PoolSlot<T>? slot, CancellationToken cancellationToken)
-    {
-        while (true)
-        {
-            slot ??= await (TakeFast(out _) is { } taken ? new ValueTask<PoolSlot<T>>(taken) : TakeSlotSlowAsync(cancellationToken)).ConfigureAwait(false);
-            if (!IsIdleTooLong(slot) || await IsHealthyOrDiscardedAsync(slot, cancellationToken).ConfigureAwait(false))
-            {
-                return slot;
-            }
-
-            slot = null;
-        }
-    }
-
-    /// <summary>Whether a rented slot's object was idle longer than <see cref="PoolOptions.ValidateAfterIdle"/> before this take.</summary>
-    private bool IsIdleTooLong(PoolSlot<T> slot) =>
-        slot.History is { } history && _time.GetTimestamp() - Volatile.Read(ref history.ReleasedAt) >= _validateAfterIdle;
-
-    /// <summary>
-    /// Runs <see cref="ValidateAsync"/> on a rented slot's object; discards it if it fails or throws, and puts it back idle,
-    /// unused, if the take is cancelled meanwhile. False too if maintenance took the rental back as abandoned meanwhile.
-    /// </summary>
-    private async ValueTask<bool> IsHealthyOrDiscardedAsync(PoolSlot<T> slot, CancellationToken cancellationToken)
-    {
-        bool healthy;
-        try
-        {
-            healthy = await ValidateAsync(slot.Object, cancellationToken).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
-        {
-            if (slot.TryBeginReturn())
-            {
-                StoreAgain(slot);
-            }
-
-            throw;
-        }
-        catch (Exception failure)
-        {
-            if (slot.TryBeginReturn())
-            {
-                DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
-            }
-
-            throw;
-        }
-
-        if (!healthy)
-        {
-            DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit: false);
-            return false;
-        }
-
-        // Found healthy now: as fresh as a release would leave it.
-        Volatile.Write(ref slot.History!.ReleasedAt, _time.GetTimestamp());
-        return slot.IsRented;
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private ValueTask<PoolSlot<T>> TakeSlotSlowAsync(CancellationToken cancellationToken)
-    {
-        try
-        {
-            // Sampled here, on the caller's thread: a wait completes on another.
-            StackTrace? trace = SampleTrace();
-            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
-            {
-                BeginRental(slot, trace);
-                return new ValueTask<PoolSlot<T>>(slot);
-            }
-
-            return new ValueTask<PoolSlot<T>>(WaitAsync(Enqueue(Stopwatch.GetTimestamp(), servedBefore: null), trace, cancellationToken));
-        }
-        catch (Exception failure)
-        {
-            return ValueTask.FromException<PoolSlot<T>>(failure);
-        }
-    }
-
-    private async Task<PoolSlot<T>> WaitAsync(TakeWaiters<T>.Waiter waiter, StackTrace? trace, CancellationToken cancellationToken)
-    {
-        // Round again only when handed a slot that maintenance took back as abandoned before this continuation ran: in
-        // the queue then at the place it had.
-        while (true)
-        {
-            CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
-                static (state, token) =>
-                {
-                    var waiter = (TakeWaiters<T>.Waiter)state!;
-                    waiter.Queue.TryCancel(waiter, token);
-                },
-                waiter);
-
-            PoolSlot<T>? handedOver;
-            try
-            {
-                handedOver = await waiter.Task.ConfigureAwait(false);
-            }
-            catch (OperationCanceledException)
-            {
-                PoolMetrics.TimedOut(_name);
-                throw;
-            }
-            finally
-            {
-                // Unregister, not Dispose: Dispose may wait (and so meet an interrupt) for a callback
-                // running elsewhere, after the hand-over; a late callback finds the waiter unlinked and does nothing.
-                registration.Unregister();
-            }
-
-            if (Accept(waiter, handedOver) is { } slot)
-            {
-                BeginRental(slot, trace);
-                return slot;
-            }
-
-            waiter = Enqueue(Stopwatch.GetTimestamp(), servedBefore: waiter);
-        }
-    }
-
-    /// <summary>
-    /// Turns what a waiter was handed into a rented slot: the slot itself, or a new one made with the granted unit of
-    /// the cap; <see langword="null"/> when maintenance took the slot back as abandoned before the waiter ran, which
-    /// leaves it nothing: it waits again.
-    /// </summary>
-    private PoolSlot<T>? Accept(TakeWaiters<T>.Waiter waiter, PoolSlot<T>? handedOver)
-    {
-        PoolMetrics.Waited(_name, waiter.StartTimestamp);
-        ThreadHints<T> hints = _hints.Current;
-        bool unitKept = true;
-        if (handedOver is not null && TryAccept(handedOver, hints, hinted: false, keepUnit: true, out unitKept))
-        {
-            return handedOver;
-        }
-
-        if (!unitKept)
-        {
-            return null;
-        }
-
-        // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
-        if (_waiters.IsDisposed)
-        {
-            ReturnUnit();
-            ThrowDisposed();
-        }
-
-        return CreateRentedSlot(hints);
-    }
-
-    /// <summary>Queues a taker (see <see cref="TakeWaiters{T}.Enqueue"/>); where the pool creates asynchronously, starts a creation if it needs one.</summary>
-    private TakeWaiters<T>.Waiter Enqueue(long startTimestamp, TakeWaiters<T>.Waiter? servedBefore)
-    {
-        TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, startTimestamp, NewDisposedException, servedBefore);
-        if (_createsAsynchronously)
-        {
-            _creator!.Pump();
-        }
-
-        return waiter;
-    }
-
-    /// <summary>Withdraws a waiter whose taker stops waiting for good, giving back whatever it was already handed.</summary>
-    private void Abandon(TakeWaiters<T>.Waiter waiter)
-    {
-        if (_waiters.TryCancel(waiter, CancellationToken.None) || !waiter.Task.IsCompletedSuccessfully)
-        {
-            return;
-        }
-
-        // Served in between: a waiter is unlinked only together with its completion. A slot handed over stays rented
-        // to it unless maintenance took it back as abandoned, which discarded it and gave its place back.
-        if (waiter.Task.Result is { } slot)
-        {
-            if (slot.TryBeginReturn())
-            {
-                StoreAgain(slot);
-            }
-        }
-        else
-        {
-            ReturnUnit();
-        }
-    }
-
-    /// <summary>
     /// What a take owes for an idle slot it has claimed: a retired or invalid object is discarded (and
     /// this returns <see langword="false"/>); otherwise the slot is hinted.
     /// </summary>
@@ -1321,11 +847,11 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// </param>
     /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless
     /// maintenance took the rental back meanwhile.</param>
-    private bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit, out bool unitKept)
+    internal bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit, out bool unitKept)
     {
         if (slot.IsRetired)
         {
-            unitKept = DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
+            unitKept = _lifecycle.DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
             return false;
         }
 
@@ -1362,113 +888,16 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         }
         catch (Exception failure)
         {
-            DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
+            _lifecycle.DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.CleanUpFailed);
             throw;
         }
 
         if (!reset)
         {
-            Discard(slot, PoolMetrics.DiscardReason.ResetFailed);
+            _lifecycle.Discard(slot, PoolMetrics.DiscardReason.ResetFailed);
         }
 
         return reset;
-    }
-
-    private T Construct()
-    {
-        long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
-        T? @object;
-        if (_createsAsynchronously)
-        {
-            // Only the callers that must have an object now come here (TryAllocatePush, the ObjectPool adapter): they wait for it.
-            ValueTask<T> creating = ObjectConstructorAsync(CancellationToken.None);
-            @object = creating.IsCompletedSuccessfully ? creating.Result : creating.AsTask().GetAwaiter().GetResult();
-        }
-        else
-        {
-            @object = ObjectConstructor();
-        }
-
-        return Constructed(@object, start);
-    }
-
-    /// <summary>Makes one object with <paramref name="construct"/> (<see cref="ObjectConstructorAsync"/>), for the background creations.</summary>
-    internal async ValueTask<T> ConstructAsync(Func<CancellationToken, ValueTask<T>> construct, CancellationToken cancellationToken)
-    {
-        long start = PoolMetrics.CreateTimeEnabled ? _time.GetTimestamp() : 0;
-        return Constructed(await construct(cancellationToken).ConfigureAwait(false), start);
-    }
-
-    /// <summary>Checks a new object and records how long it took to make, if a listener wants that.</summary>
-    private T Constructed(T? @object, long start)
-    {
-        if (@object is null)
-        {
-            throw new InvalidOperationException($"The pool '{_name}' got null from {(_createsAsynchronously ? nameof(ObjectConstructorAsync) : nameof(ObjectConstructor))} (or the factory given to Pool.Create).");
-        }
-
-        if (start != 0)
-        {
-            PoolMetrics.Constructed(_name, _time.GetElapsedTime(start));
-        }
-
-        return @object;
-    }
-
-    /// <summary>Makes an object and its slot, rented, with one unit of the cap the caller already holds.</summary>
-    private PoolSlot<T> CreateSlot()
-    {
-        // A Clear that begins while the object is made cannot see it: the registration retires it then.
-        int retirements = _registry.Retirements;
-        T @object;
-        try
-        {
-            @object = Construct();
-        }
-        catch
-        {
-            ReturnUnit();
-            throw;
-        }
-
-        return CreateSlot(@object, retirements);
-    }
-
-    /// <summary>Gives a new object its slot, rented, with one unit of the cap the caller already holds.</summary>
-    /// <param name="object">The object.</param>
-    /// <param name="retirements">The registry's <see cref="SlotRegistry{T}.Retirements"/> from before the object was made.</param>
-    private PoolSlot<T> CreateSlot(T @object, int retirements)
-    {
-        var slot = new PoolSlot<T>(this, @object) { History = _maintenance?.NewHistory() ?? (_validateAfterIdle != 0 ? new SlotHistory(_time.GetTimestamp()) : null) };
-        try
-        {
-            _registry.Add(slot, retirements);
-        }
-        catch
-        {
-            (@object as IDisposable)?.Dispose();
-            ReturnUnit();
-            throw;
-        }
-
-        try
-        {
-            HoldSlotInObject(@object, slot);
-        }
-        catch (Exception failure)
-        {
-            // Never counted as created, so not counted as discarded either; unless maintenance took the new
-            // rental back meanwhile, which discarded the object itself.
-            if (slot.TryBeginReturn())
-            {
-                DiscardAfterFailure(slot, failure, reason: null);
-            }
-
-            throw;
-        }
-
-        PoolMetrics.Created(_name);
-        return slot;
     }
 
     /// <summary>
@@ -1476,9 +905,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// if maintenance took the new rental back as abandoned while <see cref="HoldSlotInObject"/> ran (its object
     /// discarded, its unit given back).
     /// </summary>
-    private PoolSlot<T>? CreateRentedSlot(ThreadHints<T> hints)
+    internal PoolSlot<T>? CreateRentedSlot(ThreadHints<T> hints)
     {
-        PoolSlot<T> slot = CreateSlot();
+        PoolSlot<T> slot = _lifecycle.CreateSlot();
         if (!slot.IsRented)
         {
             return null;
@@ -1488,180 +917,10 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return slot;
     }
 
-    /// <summary>
-    /// Disposes the object of a slot the caller owns (rented or returning, never idle) and, unless
-    /// <paramref name="returnUnit"/> is <see langword="false"/>, gives its place under the cap back,
-    /// even if the object's Dispose throws.
-    /// </summary>
-    /// <param name="slot">The slot.</param>
-    /// <param name="reason">Why, for the discarded-objects counter; <see langword="null"/> for an object never counted as created.</param>
-    /// <param name="returnUnit">Whether the place under the cap goes back to the pool, or stays with the caller.</param>
-    private void Discard(PoolSlot<T> slot, PoolMetrics.DiscardReason? reason, bool returnUnit = true)
+    /// <summary>Gives a unit of the cap back: to a waiter, or to a background creation, if one needs it.</summary>
+    internal void ReturnUnit()
     {
-        slot.MarkDiscarded();
-        try
-        {
-            IdleSlotStacks<T>.Remove(slot);
-            _registry.Remove(slot);
-            if (reason is { } counted)
-            {
-                PoolMetrics.Discarded(_name, counted);
-            }
-
-            (slot.Object as IDisposable)?.Dispose();
-        }
-        finally
-        {
-            if (returnUnit)
-            {
-                ReturnUnit();
-            }
-        }
-    }
-
-    /// <summary>
-    /// Discards a slot whose object just failed in user code with <paramref name="failure"/>, which
-    /// the caller rethrows; if the object's Dispose throws too, both leave together instead.
-    /// </summary>
-    private void DiscardAfterFailure(PoolSlot<T> slot, Exception failure, PoolMetrics.DiscardReason? reason)
-    {
-        try
-        {
-            Discard(slot, reason);
-        }
-        catch (Exception disposeFailure)
-        {
-            throw new AggregateException(failure, disposeFailure);
-        }
-    }
-
-    /// <summary>
-    /// Discards an idle object a take refused (invalid or retired), unless maintenance took the rental back as
-    /// abandoned meanwhile: one compare-and-swap decides which of them discards it. A taker that keeps the place
-    /// under the cap gives it back after all if the object's Dispose throws, since that exception ends the take.
-    /// </summary>
-    /// <returns>Whether the caller holds the place under the cap: only if it asked to, and the take discarded it.</returns>
-    private bool DiscardRefused(PoolSlot<T> slot, PoolMetrics.DiscardReason reason, bool keepUnit)
-    {
-        if (!slot.TryBeginReturn())
-        {
-            return false;
-        }
-
-        try
-        {
-            Discard(slot, reason, returnUnit: !keepUnit);
-        }
-        catch (Exception) when (keepUnit)
-        {
-            ReturnUnit();
-            throw;
-        }
-
-        return keepUnit;
-    }
-
-    /// <summary>
-    /// Discards idle objects beyond <paramref name="keep"/>: all, the retired ones, or those seen idle
-    /// since <paramref name="idleSince"/>; each claimed first, so a concurrent take gets it or nothing.
-    /// Every object is disposed even if some throw; what they throw is added to <paramref name="failures"/>.
-    /// </summary>
-    private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, ref List<Exception>? failures)
-    {
-        List<PoolSlot<T>>? claimed = null;
-        ClaimIdle(keep, retiredOnly, idleSince, disposing: reason == PoolMetrics.DiscardReason.Disposed, ref claimed, ref failures);
-        return DiscardClaimed(claimed, reason, retiredOnly, ref failures);
-    }
-
-    /// <summary>
-    /// Claims for <see cref="DiscardClaimed"/> the idle objects <see cref="DiscardIdle"/> discards, adding them to
-    /// <paramref name="claimed"/>: from the claim on they are not idle, so no take and no later count sees them;
-    /// <paramref name="disposing"/> for <see cref="Dispose()"/>, which must also meet the slots still being returned.
-    /// Runs no user code, unless the pool is disposed meanwhile (see <see cref="Store"/>).
-    /// </summary>
-    private void ClaimIdle(int keep, bool retiredOnly, long? idleSince, bool disposing, ref List<PoolSlot<T>>? claimed, ref List<Exception>? failures)
-    {
-        int excess = keep == 0 ? int.MaxValue : AvailableCount - keep;
-        bool sawReturning = false;
-        for (int pass = 0; pass < 2 && excess > 0; pass++)
-        {
-            foreach (PoolSlot<T>? slot in _registry.Slots)
-            {
-                if (excess <= 0)
-                {
-                    break;
-                }
-
-                sawReturning |= slot is { IsReturning: true };
-
-                // Retired is never cleared, so a slot read retired is still retired once claimed.
-                if (slot is null || !slot.IsIdle || (retiredOnly && !slot.IsRetired) || !IdleSince(slot, idleSince) || !slot.TryClaimIdleForPool())
-                {
-                    continue;
-                }
-
-                // Taken and returned between the look and the claim: idle only from then, so it stays (unless the pool
-                // was disposed meanwhile, and its Dispose throws).
-                if (!IdleSince(slot, idleSince))
-                {
-                    try
-                    {
-                        Store(slot);
-                    }
-                    catch (Exception failure)
-                    {
-                        (failures ??= []).Add(failure);
-                    }
-
-                    continue;
-                }
-
-                excess--;
-                (claimed ??= []).Add(slot);
-            }
-
-            // Dispose must meet the slots whose publication it may not have seen yet; after the barrier
-            // it sees them idle, or their releasers see the pool disposed and discard them themselves.
-            if (!disposing || !sawReturning)
-            {
-                break;
-            }
-
-            Interlocked.MemoryBarrierProcessWide();
-            excess = int.MaxValue;
-        }
-    }
-
-    /// <summary>Discards the slots <see cref="ClaimIdle"/> claimed, every one even if some throw; returns how many.</summary>
-    private int DiscardClaimed(List<PoolSlot<T>>? claimed, PoolMetrics.DiscardReason reason, bool retiredOnly, ref List<Exception>? failures)
-    {
-        if (claimed is null)
-        {
-            return 0;
-        }
-
-        foreach (PoolSlot<T> slot in claimed)
-        {
-            try
-            {
-                Discard(slot, reason == PoolMetrics.DiscardReason.Trimmed && !retiredOnly && slot.IsRetired ? PoolMetrics.DiscardReason.Expired : reason);
-            }
-            catch (Exception failure)
-            {
-                (failures ??= []).Add(failure);
-            }
-        }
-
-        return claimed.Count;
-    }
-
-    /// <summary>Whether the idle sweep has seen a slot idle since <paramref name="limit"/> or earlier; true when there is no limit.</summary>
-    private static bool IdleSince(PoolSlot<T> slot, long? limit) =>
-        limit is not { } since || slot.History is not { } history || Volatile.Read(ref history.IdleSince) is var stamp && stamp != 0 && stamp <= since;
-
-    private void ReturnUnit()
-    {
-        _allocationBudget.Release();
+        _cap.Release();
 
         // The release was a full fence: a waiter that queued before it is seen here and gets the unit.
         if (_waiters.Count != 0)
@@ -1686,7 +945,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     // An asynchronous pool's waiters are served by its creations, never handed a unit to make an object with.
-    bool TakeWaiters<T>.ISupply.TryTakeUnit() => !_createsAsynchronously && _allocationBudget.TryTake();
+    bool TakeWaiters<T>.ISupply.TryTakeUnit() => !_createsAsynchronously && _cap.TryTake();
 
     private void ThrowIfDisposed()
     {
@@ -1697,14 +956,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     }
 
     // Named as the user named the pool (by default its type, or Pool<T> for Pool.Create), never an internal type.
-    private ObjectDisposedException NewDisposedException() => new(_name);
-
-    /// <summary>Checks the cap given to the constructor that takes only it, under that parameter's name.</summary>
-    private static PoolOptions ValidMaxCapacity(int maxCapacity)
-    {
-        ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
-        return new PoolOptions { MaxCapacity = maxCapacity };
-    }
+    internal ObjectDisposedException NewDisposedException() => new(_name);
 
     /// <summary>Gets a type's name as C# writes it: <c>Pool&lt;StringBuilder&gt;</c> rather than <c>Pool`1</c>.</summary>
     private protected static string DisplayName(Type type)
@@ -1719,35 +971,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
         return $"{(tick < 0 ? name : name[..tick])}<{string.Join(", ", type.GetGenericArguments().Select(DisplayName))}>";
     }
 
-    /// <summary>Rethrows the one failure as it is, or several in an <see cref="AggregateException"/>; nothing if none.</summary>
-    [StackTraceHidden]
-    private static void ThrowIfAny(List<Exception>? failures)
-    {
-        if (failures is null)
-        {
-            return;
-        }
-
-        if (failures.Count == 1)
-        {
-            ExceptionDispatchInfo.Throw(failures[0]);
-        }
-
-        throw new AggregateException(failures);
-    }
-
     [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private void ThrowDisposed() => throw NewDisposedException();
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowForeignSlot(string paramName) =>
-        throw new ArgumentException("The slot belongs to another pool.", paramName);
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowSlotAlreadyReturned() =>
-        throw new InvalidOperationException("The slot was already returned: it was released or disposed twice, or rented again since.");
-
-    [DoesNotReturn, StackTraceHidden, MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowTimeoutOutOfRange(string paramName) =>
-        throw new ArgumentOutOfRangeException(paramName, "The timeout must be Timeout.InfiniteTimeSpan or from zero to int.MaxValue milliseconds.");
+    internal void ThrowDisposed() => throw NewDisposedException();
 }

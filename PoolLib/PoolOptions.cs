@@ -136,6 +136,13 @@ public sealed class PoolOptions
     /// </summary>
     public TimeProvider? TimeProvider { get; set; }
 
+    /// <summary>The options of a pool made with its cap alone, checked under that parameter's name.</summary>
+    internal static PoolOptions ForCapacity(int maxCapacity)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
+        return new PoolOptions { MaxCapacity = maxCapacity };
+    }
+
     /// <summary>Rejects a value out of range, naming the option as <c>options.Name</c>.</summary>
     /// <exception cref="ArgumentOutOfRangeException">A number or time span is out of range.</exception>
     /// <exception cref="ArgumentException"><see cref="Name"/> is empty or white space.</exception>

@@ -16,7 +16,6 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
     private static readonly TimeSpan s_longestBackoff = TimeSpan.FromSeconds(5);
 
     private readonly Pool<T> _pool;
-    private readonly Func<CancellationToken, ValueTask<T>> _construct;
     private readonly TimeProvider _time;
     private readonly TimeSpan? _timeout;
     private readonly int _maxInFlight;
@@ -47,13 +46,11 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
     /// <summary>Makes the creations of <paramref name="pool"/>.</summary>
     /// <param name="pool">The pool.</param>
     /// <param name="options">Its options, already checked.</param>
-    /// <param name="construct">Makes one object.</param>
     /// <param name="servesWaiters">Whether takers wait for these creations (an asynchronous pool), or make their own and these only fill MinIdle.</param>
     /// <param name="fillsMinIdle">Whether MinIdle is kept filled.</param>
-    public PoolCreator(Pool<T> pool, PoolOptions options, Func<CancellationToken, ValueTask<T>> construct, bool servesWaiters, bool fillsMinIdle)
+    public PoolCreator(Pool<T> pool, PoolOptions options, bool servesWaiters, bool fillsMinIdle)
     {
         _pool = pool;
-        _construct = construct;
         _time = options.TimeProvider ?? TimeProvider.System;
         _timeout = options.CreateTimeout;
         _maxInFlight = options.MaxConcurrentCreations;
@@ -112,7 +109,7 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
             if (_failures != 0 && _time.GetTimestamp() < _retryAt)
             {
                 // Takers that need a creation the cap has room for; the others wait for releases.
-                toFail = Math.Min(waiters - _inFlight, _pool.Room);
+                toFail = Math.Min(waiters - _inFlight, _pool.FreeUnits);
                 failure = _lastFailure;
                 arm = lacking > 0 && !_retryArmed;
                 _retryArmed |= arm;
@@ -121,7 +118,7 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
             {
                 // One probe at a time until a creation succeeds again.
                 int bound = _failures == 0 ? _maxInFlight : 1;
-                while (wanted > 0 && _inFlight < bound && _pool.TryTakeCreationUnit())
+                while (wanted > 0 && _inFlight < bound && _pool.TryTakeUnit())
                 {
                     _inFlight++;
                     wanted--;
@@ -137,7 +134,7 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
 
         if (toFail > 0)
         {
-            _pool.FailWaiters(toFail, failure!);
+            _pool.Waiters.FailOldest(toFail, failure!);
         }
 
         if (arm)
@@ -160,14 +157,14 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
         T? created = null;
 
         // A Clear that begins while the object is made cannot see it: its registration retires it then.
-        int retirements = _pool.Retirements;
+        int retirements = _pool.Registry.Retirements;
         CancellationTokenSource? timeout = _timeout is { } span ? new CancellationTokenSource(span, _time) : null;
         CancellationTokenRegistration stop = timeout is null
             ? default
             : _stopping.Token.UnsafeRegister(static state => ((CancellationTokenSource)state!).Cancel(), timeout);
         try
         {
-            created = await _pool.ConstructAsync(_construct, timeout?.Token ?? _stopping.Token).ConfigureAwait(false);
+            created = await _pool.Lifecycle.ConstructAsync(timeout?.Token ?? _stopping.Token).ConfigureAwait(false);
         }
         catch (OperationCanceledException canceled) when (timeout is { IsCancellationRequested: true } && !_stopping.IsCancellationRequested)
         {
@@ -189,7 +186,7 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
         {
             try
             {
-                _pool.AddCreated(created!, retirements);
+                _pool.Lifecycle.AddCreated(created!, retirements);
             }
             catch (Exception thrown)
             {
@@ -238,7 +235,7 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
         else
         {
             // Serves and pumps again: the failure just recorded fails the waiter it leaves without a creation.
-            _pool.ReturnCreationUnit();
+            _pool.ReturnUnit();
         }
     }
 

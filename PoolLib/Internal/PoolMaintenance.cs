@@ -38,7 +38,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
     private readonly List<ReportedLeak> _reported = [];
 
     // The leak events sweeps found, raised in order after each sweep, so that a handler that blocks holds up no sweep.
-    private readonly SerialQueue<LeakEvent> _leakEvents = new(static leak => leak.Pool.RaiseLeakEvent(leak.Args, leak.Returned));
+    private readonly SerialQueue<LeakEvent> _leakEvents = new(static leak => RaiseLeakEvent(leak.Pool, leak.Args, leak.Returned));
 
     private PoolMaintenance(Pool<T> pool, PoolOptions options, TimeSpan period)
     {
@@ -137,7 +137,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         try
         {
             bool watchesRentals = (_leakThreshold | _abandonedTimeout) != 0;
-            foreach (PoolSlot<T>? slot in pool.Slots)
+            foreach (PoolSlot<T>? slot in pool.Registry.Slots)
             {
                 if (slot?.History is not { } history)
                 {
@@ -169,12 +169,12 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
             {
                 foreach (PoolSlot<T> slot in takenBack)
                 {
-                    pool.DiscardTakenBack(slot);
+                    DiscardTakenBack(pool, slot);
                 }
             }
         }
 
-        pool.DiscardIdleInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
+        pool.Trimmer.DiscardInMaintenance(retiredOnly: idleRetired, idleSince: idleTooLong ? now - _idleTimeout : null);
 
         _leakEvents.RunPending();
     }
@@ -203,7 +203,7 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
         }
 
         long rentedAt = TryReadTrace(history, rental, out long tracedAt, out StackTrace? trace) ? tracedAt : history.SeenRentedAt;
-        if (_abandonedTimeout != 0 && now - rentedAt >= _abandonedTimeout && pool.TryTakeBackAbandoned(slot, rental))
+        if (_abandonedTimeout != 0 && now - rentedAt >= _abandonedTimeout && TryTakeBackAbandoned(slot, rental))
         {
             (takenBack ??= []).Add(slot);
             return;
@@ -258,6 +258,70 @@ internal sealed class PoolMaintenance<T> : IDisposable where T : class
 
         trace = null;
         return false;
+    }
+
+    /// <summary>Counts and raises the pool's leak event, or its leaked-rental-returned event, each handler in turn, dropping what they throw.</summary>
+    private static void RaiseLeakEvent(Pool<T> pool, PoolLeakEventArgs args, bool returned)
+    {
+        if (returned)
+        {
+            PoolMetrics.LeakReturned(pool.Name);
+        }
+        else
+        {
+            PoolMetrics.LeakReported(pool.Name);
+        }
+
+        if (pool.LeakHandlers(returned) is not { } handlers)
+        {
+            return;
+        }
+
+        foreach (EventHandler<PoolLeakEventArgs> handler in Delegate.EnumerateInvocationList(handlers))
+        {
+            try
+            {
+                handler(pool, args);
+            }
+            catch (Exception)
+            {
+                // A handler's failure must not stop the timer, the process, or the handlers after it.
+            }
+        }
+    }
+
+    /// <summary>
+    /// Takes back a rental held past the abandoned-rental timeout, if it is still rented in
+    /// <paramref name="rental"/>; the caller then discards it with <see cref="DiscardTakenBack"/>.
+    /// </summary>
+    private static bool TryTakeBackAbandoned(PoolSlot<T> slot, int rental)
+    {
+        // This and the renter's release race for one compare-and-swap from (rented, rental). The claim is
+        // marked in flight first, so a release that loses reads it after the state it lost to, and waits
+        // for the outcome (see SlotHistory.TakenBackRental).
+        SlotHistory history = slot.History!;
+        Volatile.Write(ref history.AbandonedRental, SlotHistory.InFlight(rental));
+        if (!slot.TryBeginReturn(rental))
+        {
+            Volatile.Write(ref history.AbandonedRental, -1);
+            return false;
+        }
+
+        Volatile.Write(ref history.AbandonedRental, rental);
+        return true;
+    }
+
+    /// <summary>Discards the object of a rental taken back as abandoned, and gives its unit of the cap to a waiter.</summary>
+    private static void DiscardTakenBack(Pool<T> pool, PoolSlot<T> slot)
+    {
+        try
+        {
+            pool.Lifecycle.Discard(slot, PoolMetrics.DiscardReason.Abandoned);
+        }
+        catch (Exception)
+        {
+            // The object's Dispose failed; it is gone, and its unit is back, all the same.
+        }
     }
 
     /// <summary>Converts an optional time span option to timestamp units; 0 when it is off.</summary>
