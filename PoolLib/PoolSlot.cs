@@ -127,7 +127,7 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// object's <see cref="IDisposable.Dispose"/> throws, the exception propagates after its place
     /// under the cap was freed.
     /// </remarks>
-    public void Discard() => _owner.DiscardRental(this);
+    public void Discard() => _owner.Releases.Discard(this);
 
     /// <summary>Takes an idle slot, counting a new rental; the caller checks <see cref="IsRetired"/>.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
@@ -189,8 +189,13 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     /// <summary>Marks the object for discarding at its next take or release.</summary>
     internal void Retire() => Interlocked.Or(ref _flags, RetiredFlag);
 
-    /// <summary>Notes, for the release, that <see cref="UseStart"/> holds when this rental began.</summary>
-    internal void MarkUseStamped() => Interlocked.Or(ref _flags, UseStampedFlag);
+    /// <summary>Notes when this rental began, for the use-time histogram, and that <see cref="UseStart"/> holds it.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    internal void StampUse(TimeProvider time)
+    {
+        UseStart = time.GetTimestamp();
+        Interlocked.Or(ref _flags, UseStampedFlag);
+    }
 
     /// <summary>Says whether this rental's <see cref="UseStart"/> was noted, clearing the note.</summary>
     internal bool TakeUseStamp() =>

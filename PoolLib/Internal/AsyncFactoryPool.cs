@@ -10,7 +10,7 @@ internal sealed class AsyncFactoryPool<T> : Pool<T> where T : class
     private readonly Action<T>? _cleanUp;
 
     public AsyncFactoryPool(PoolOptions options, Func<CancellationToken, ValueTask<T>> factory, Action<T>? cleanUp)
-        : base(options, defaultName: $"Pool<{DisplayName(typeof(T))}>", resetsObjects: cleanUp is null && FactoryPool<T>.IsResettable)
+        : base(options, defaultName: $"Pool<{TypeNames.Display(typeof(T))}>", resetsObjects: cleanUp is null && FactoryPool<T>.IsResettable)
     {
         _factory = factory;
         _cleanUp = cleanUp;

@@ -13,7 +13,7 @@ internal sealed class FactoryPool<T> : Pool<T> where T : class
     private readonly Action<T>? _cleanUp;
 
     public FactoryPool(PoolOptions options, Func<T> factory, Action<T>? cleanUp)
-        : base(options, defaultName: $"Pool<{DisplayName(typeof(T))}>", resetsObjects: cleanUp is null && IsResettable)
+        : base(options, defaultName: $"Pool<{TypeNames.Display(typeof(T))}>", resetsObjects: cleanUp is null && IsResettable)
     {
         _factory = factory;
         _cleanUp = cleanUp;

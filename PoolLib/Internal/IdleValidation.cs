@@ -62,7 +62,7 @@ internal sealed class IdleValidation<T> where T : class
         {
             if (slot.TryBeginReturn())
             {
-                _pool.StoreAgain(slot);
+                _pool.Releases.StoreAgain(slot);
             }
 
             throw;

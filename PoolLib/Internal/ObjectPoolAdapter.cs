@@ -28,7 +28,13 @@ internal sealed class ObjectPoolAdapter<T>(Pool<T> pool, bool waitWhileExhausted
         }
         else if (!pool.TryTakeSlot(out slot))
         {
-            T unpooled = pool.CreateUnpooled();
+            // Made outside the pool, neither counted nor kept: a caller of ObjectPool<T>.Get must not wait.
+            if (pool.IsDisposed)
+            {
+                pool.ThrowDisposed();
+            }
+
+            T unpooled = pool.Lifecycle.Construct();
             _handedOut.AddOrUpdate(unpooled, new HandedOut(null));
             return unpooled;
         }

@@ -24,6 +24,32 @@ internal sealed class PoolTrimmer<T> where T : class
         _minIdle = minIdle;
     }
 
+    /// <summary>What <see cref="Pool{T}.Trim"/> does: discards idle objects down to MinIdle, then throws what their Dispose threw.</summary>
+    public int Trim()
+    {
+        List<Exception>? failures = null;
+        int trimmed = TrimToMinIdle(idleSince: null, ref failures);
+        PoolThrowHelper.ThrowIfAny(failures);
+        return trimmed;
+    }
+
+    /// <summary>What <see cref="Pool{T}.Clear"/> does: retires every object, and discards the idle ones now.</summary>
+    public void Clear()
+    {
+        _pool.Registry.RetireAll();
+        List<Exception>? failures = null;
+        DiscardIdle(PoolMetrics.DiscardReason.Trimmed, keep: 0, retiredOnly: true, idleSince: null, ref failures);
+        PoolThrowHelper.ThrowIfAny(failures);
+    }
+
+    /// <summary>What Dispose does to the idle objects: discards every one, then throws what their Dispose threw.</summary>
+    public void DisposeIdle()
+    {
+        List<Exception>? failures = null;
+        DiscardIdle(PoolMetrics.DiscardReason.Disposed, keep: 0, retiredOnly: false, idleSince: null, ref failures);
+        PoolThrowHelper.ThrowIfAny(failures);
+    }
+
     /// <summary>Trims and discards what the maintenance timer found, without throwing: the objects are gone either way.</summary>
     public void DiscardInMaintenance(bool retiredOnly, long? idleSince)
     {
@@ -41,7 +67,7 @@ internal sealed class PoolTrimmer<T> where T : class
 
     /// <summary>Discards idle objects beyond <see cref="PoolOptions.MinIdle"/> (those idle since <paramref name="idleSince"/>
     /// if given), unless another trim is claiming its objects, which is left to do it (and, for a Trim(), to claim once more).</summary>
-    public int TrimToMinIdle(long? idleSince, ref List<Exception>? failures)
+    private int TrimToMinIdle(long? idleSince, ref List<Exception>? failures)
     {
         List<PoolSlot<T>>? claimed = null;
         while (true)
@@ -91,7 +117,7 @@ internal sealed class PoolTrimmer<T> where T : class
     /// since <paramref name="idleSince"/>; each claimed first, so a concurrent take gets it or nothing.
     /// Every object is disposed even if some throw; what they throw is added to <paramref name="failures"/>.
     /// </summary>
-    public int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, ref List<Exception>? failures)
+    private int DiscardIdle(PoolMetrics.DiscardReason reason, int keep, bool retiredOnly, long? idleSince, ref List<Exception>? failures)
     {
         List<PoolSlot<T>>? claimed = null;
         ClaimIdle(keep, retiredOnly, idleSince, disposing: reason == PoolMetrics.DiscardReason.Disposed, ref claimed, ref failures);

@@ -29,6 +29,21 @@ internal sealed class SlotLifecycle<T> where T : class
         _stampsReleases = stampsReleases;
     }
 
+    /// <summary>
+    /// Whether a pool creates asynchronously: its class overrides <c>ObjectConstructorAsync</c>, to which
+    /// <paramref name="constructAsync"/> is bound; a class that overrides neither constructor is refused.
+    /// </summary>
+    public static bool CreatesAsynchronously(Func<T> construct, Func<CancellationToken, ValueTask<T>> constructAsync, string poolName)
+    {
+        bool asynchronous = constructAsync.Method.DeclaringType != typeof(Pool<T>);
+        if (!asynchronous && construct.Method.DeclaringType == typeof(Pool<T>))
+        {
+            throw new NotSupportedException($"The pool '{poolName}' overrides neither ObjectConstructor nor ObjectConstructorAsync: it has no way to make an object.");
+        }
+
+        return asynchronous;
+    }
+
     /// <summary>Makes an object on the calling thread; a pool that makes them asynchronously blocks its caller until it is made.</summary>
     public T Construct()
     {
@@ -109,6 +124,18 @@ internal sealed class SlotLifecycle<T> where T : class
 
         PoolMetrics.Created(_pool.Name);
         return slot;
+    }
+
+    /// <summary>Makes an object and stores it idle, if the cap allows: what <see cref="Pool{T}.TryAllocatePush()"/> does.</summary>
+    public bool TryAddIdle()
+    {
+        if (!_pool.TryTakeUnit())
+        {
+            return false;
+        }
+
+        StoreNew(CreateSlot());
+        return true;
     }
 
     /// <summary>Stores an object a background creation made, with the unit of the cap it took; disposes it if the pool is disposed.</summary>

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
 namespace PoolLib.Internal;
@@ -9,7 +10,7 @@ namespace PoolLib.Internal;
 /// unit of the cap to make one with; where the pool creates asynchronously, its queueing starts a creation if one is
 /// needed. A taker handed a slot that maintenance took back before it ran queues again at the place it had.
 /// </summary>
-internal sealed class WaitingTakes<T> where T : class
+internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
 {
     private readonly Pool<T> _pool;
 
@@ -20,6 +21,18 @@ internal sealed class WaitingTakes<T> where T : class
     {
         _pool = pool;
         _leakSamplingInterval = leakSamplingInterval;
+    }
+
+    /// <summary>The deadline, in <see cref="Stopwatch"/> units, of a take that began at <paramref name="start"/> with <paramref name="timeout"/>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The timeout is negative but infinite, or longer than <see cref="int.MaxValue"/> milliseconds.</exception>
+    public static long Deadline(long start, TimeSpan timeout, string paramName)
+    {
+        if ((timeout < TimeSpan.Zero && timeout != Timeout.InfiniteTimeSpan) || timeout.TotalMilliseconds > int.MaxValue)
+        {
+            PoolThrowHelper.ThrowTimeoutOutOfRange(paramName);
+        }
+
+        return timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : start + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
     }
 
     /// <summary>
@@ -56,7 +69,7 @@ internal sealed class WaitingTakes<T> where T : class
 
         if (PoolMetrics.UseTimeEnabled)
         {
-            _pool.BeginUse(slot);
+            slot.StampUse(_pool.Time);
         }
     }
 
@@ -68,7 +81,7 @@ internal sealed class WaitingTakes<T> where T : class
         TakeWaiters<T>.Waiter? served = null;
         while (true)
         {
-            if (_pool.TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
             {
                 return slot;
             }
@@ -112,7 +125,7 @@ internal sealed class WaitingTakes<T> where T : class
         {
             // Sampled here, on the caller's thread: a wait completes on another.
             StackTrace? trace = SampleTrace();
-            if (_pool.TryTakeWithoutWaiting(out PoolSlot<T>? slot))
+            if (TryTakeWithoutWaiting(out PoolSlot<T>? slot))
             {
                 BeginRental(slot, trace);
                 return new ValueTask<PoolSlot<T>>(slot);
@@ -177,7 +190,7 @@ internal sealed class WaitingTakes<T> where T : class
         PoolMetrics.Waited(_pool.Name, waiter.StartTimestamp);
         ThreadHints<T> hints = _pool.Hints.Current;
         bool unitKept = true;
-        if (handedOver is not null && _pool.TryAccept(handedOver, hints, hinted: false, keepUnit: true, out unitKept))
+        if (handedOver is not null && _pool.Claims.TryAccept(handedOver, hints, hinted: false, keepUnit: true, out unitKept))
         {
             return handedOver;
         }
@@ -190,17 +203,17 @@ internal sealed class WaitingTakes<T> where T : class
         // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
         if (_pool.Waiters.IsDisposed)
         {
-            _pool.ReturnUnit();
+            ReturnUnit();
             _pool.ThrowDisposed();
         }
 
-        return _pool.CreateRentedSlot(hints);
+        return CreateRentedSlot(hints);
     }
 
     /// <summary>Queues a taker (see <see cref="TakeWaiters{T}.Enqueue"/>); where the pool creates asynchronously, starts a creation if it needs one.</summary>
     private TakeWaiters<T>.Waiter Enqueue(long startTimestamp, TakeWaiters<T>.Waiter? servedBefore)
     {
-        TakeWaiters<T>.Waiter waiter = _pool.Waiters.Enqueue(_pool, startTimestamp, _pool.NewDisposedException, servedBefore);
+        TakeWaiters<T>.Waiter waiter = _pool.Waiters.Enqueue(this, startTimestamp, _pool.NewDisposedException, servedBefore);
         if (_pool.CreatesAsynchronously)
         {
             _pool.Creator!.Pump();
@@ -223,12 +236,90 @@ internal sealed class WaitingTakes<T> where T : class
         {
             if (slot.TryBeginReturn())
             {
-                _pool.StoreAgain(slot);
+                _pool.Releases.StoreAgain(slot);
             }
         }
         else
         {
-            _pool.ReturnUnit();
+            ReturnUnit();
         }
+    }
+
+    /// <summary>Gives a unit of the cap back: to a waiter, or to a background creation, if one needs it.</summary>
+    public void ReturnUnit()
+    {
+        _pool.Cap.Release();
+
+        // The release was a full fence: a waiter that queued before it is seen here and gets the unit.
+        if (_pool.Waiters.Count != 0)
+        {
+            bool unused = false;
+            _pool.Waiters.Serve(this, released: null, scan: false, ref unused);
+        }
+
+        _pool.Creator?.Pump();
+    }
+
+    public bool TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
+    {
+        if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
+            || (scan && _pool.IdleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning)))
+        {
+            return true;
+        }
+
+        slot = null;
+        return false;
+    }
+
+    // An asynchronous pool's waiters are served by its creations, never handed a unit to make an object with.
+    public bool TryTakeUnit() => !_pool.CreatesAsynchronously && _pool.Cap.TryTake();
+
+    /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
+    public bool TryTakeWithoutWaiting([NotNullWhen(true)] out PoolSlot<T>? slot)
+    {
+        if (_pool.IsDisposed)
+        {
+            _pool.ThrowDisposed();
+        }
+
+        ThreadHints<T> hints = _pool.Hints.Current;
+        while (_pool.Waiters.IsQuietAndLive)
+        {
+            bool refused;
+            if (hints.TryTake(_pool.Registry.Array, out slot))
+            {
+                refused = !_pool.Claims.TryAccept(slot, hints, hinted: true, keepUnit: false, out _);
+            }
+            else
+            {
+                slot = _pool.Claims.TakeIdleOrNew(hints, out refused);
+            }
+
+            if (!refused)
+            {
+                return slot is not null;
+            }
+        }
+
+        slot = null;
+        return false;
+    }
+
+    /// <summary>
+    /// Makes an object for a taker with one unit of the cap the caller already holds, and starts its rental; null
+    /// if maintenance took the new rental back as abandoned while <see cref="Pool{T}.HoldSlotInObject"/> ran (its object
+    /// discarded, its unit given back).
+    /// </summary>
+    public PoolSlot<T>? CreateRentedSlot(ThreadHints<T> hints)
+    {
+        PoolSlot<T> slot = _pool.Lifecycle.CreateSlot();
+        if (!slot.IsRented)
+        {
+            return null;
+        }
+
+        hints.Hint(slot.Index, _pool.MaxHints);
+        return slot;
     }
 }

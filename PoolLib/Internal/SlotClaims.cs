@@ -1,0 +1,123 @@
+using System.Runtime.CompilerServices;
+
+namespace PoolLib.Internal;
+
+/// <summary>
+/// What a take owes for an idle slot it has claimed (a retired or invalid object is discarded, a valid one hinted to
+/// the taking thread), and where a take looks past its thread's hints: the idle stacks, then a new object within
+/// the cap, made on the taker's thread or, where the pool creates asynchronously, left to the background creations.
+/// </summary>
+internal sealed class SlotClaims<T> where T : class
+{
+    private readonly Pool<T> _pool;
+
+    public SlotClaims(Pool<T> pool) => _pool = pool;
+
+    /// <summary>
+    /// For a take that its thread's hints did not serve: an idle object from the stacks, else a new one
+    /// within the cap. Null when neither is there, or with <paramref name="refused"/> set when the idle
+    /// object found was refused and discarded, so that another may be.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public PoolSlot<T>? TakeIdleOrNew(ThreadHints<T> hints, out bool refused)
+    {
+        bool unused = false;
+        if (_pool.IdleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused))
+        {
+            refused = !TryAccept(slot, hints, hinted: false, keepUnit: false, out _);
+            return refused ? null : slot;
+        }
+
+        refused = false;
+        if (_pool.Creator is { } creator)
+        {
+            creator.StartFilling();
+            if (_pool.CreatesAsynchronously)
+            {
+                // Made in the background, for the oldest waiter: this taker waits (or does not) as any other.
+                return null;
+            }
+        }
+
+        if (!_pool.TryTakeUnit())
+        {
+            return null;
+        }
+
+        slot = _pool.Waiting.CreateRentedSlot(hints);
+        refused = slot is null;
+        return slot;
+    }
+
+    /// <summary>
+    /// Calls <see cref="Pool{T}.Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or
+    /// throws. False too if maintenance took the rental back as abandoned meanwhile (a validation that outlasted
+    /// <see cref="PoolOptions.AbandonedRentalTimeout"/>): the object is gone, and its place under the cap with it.
+    /// </summary>
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="keepUnit">Whether a refused object's place under the cap stays with the caller (see <see cref="TryAccept"/>).</param>
+    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless taken back.</param>
+    public bool IsValidOrDiscarded(PoolSlot<T> slot, bool keepUnit, out bool unitKept)
+    {
+        unitKept = false;
+        bool valid;
+        try
+        {
+            valid = _pool.IsValid(slot.Object);
+        }
+        catch (Exception failure)
+        {
+            // Unless maintenance took the rental back meanwhile and discarded the object, which may be why Validate
+            // threw: the take then gives it up, as it would had Validate returned.
+            if (!slot.TryBeginReturn())
+            {
+                return false;
+            }
+
+            _pool.Lifecycle.DiscardAfterFailure(slot, failure, PoolMetrics.DiscardReason.Invalid);
+            throw;
+        }
+
+        if (!valid)
+        {
+            unitKept = _pool.Lifecycle.DiscardRefused(slot, PoolMetrics.DiscardReason.Invalid, keepUnit);
+            return false;
+        }
+
+        return slot.IsRented;
+    }
+
+    /// <summary>
+    /// What a take owes for an idle slot it has claimed: a retired or invalid object is discarded (and
+    /// this returns <see langword="false"/>); otherwise the slot is hinted.
+    /// </summary>
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="hints">The calling thread's hints.</param>
+    /// <param name="hinted">Whether the slot came from those hints, so needs no new one.</param>
+    /// <param name="keepUnit">
+    /// Whether a refused object's place under the cap stays with the caller, who makes a new object
+    /// with it (a waiter that was handed the object), instead of going back to the pool.
+    /// </param>
+    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless
+    /// maintenance took the rental back meanwhile.</param>
+    public bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit, out bool unitKept)
+    {
+        if (slot.IsRetired)
+        {
+            unitKept = _pool.Lifecycle.DiscardRefused(slot, PoolMetrics.DiscardReason.Expired, keepUnit);
+            return false;
+        }
+
+        if (!IsValidOrDiscarded(slot, keepUnit, out unitKept))
+        {
+            return false;
+        }
+
+        if (!hinted)
+        {
+            hints.Hint(slot.Index, _pool.MaxHints);
+        }
+
+        return true;
+    }
+}
