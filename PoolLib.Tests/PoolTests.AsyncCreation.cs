@@ -310,6 +310,115 @@ public sealed partial class PoolTests
         Assert.That(Sum(created, pool.Name), Is.EqualTo(1));
     }
 
+    // Takers that cancel, creations that fail or are slow, objects discarded: the cap, the bound on creations and the
+    // units must all hold, and every taker must end, served, cancelled or failed by a creation.
+    [Test]
+    [CancelAfter(120_000)]
+    public async Task TakeSlotAsync_StressWithFailingSlowCreationsAndCancellations_InvariantsHold(CancellationToken cancellationToken)
+    {
+        const int MaxCapacity = 8;
+        const int MaxConcurrentCreations = 3;
+        int inFlight = 0;
+        int peakInFlight = 0;
+        int made = 0;
+        int served = 0;
+        int holders = 0;
+        using var pool = Pool.Create(
+            new PoolOptions { MaxCapacity = MaxCapacity, MaxConcurrentCreations = MaxConcurrentCreations, CreateTimeout = null },
+            async token =>
+            {
+                int now = Interlocked.Increment(ref inFlight);
+                InterlockedMax(ref peakInFlight, now);
+                try
+                {
+                    await Task.Yield();
+                    if (Random.Shared.Next(10) == 0)
+                    {
+                        throw new IOException("refused");
+                    }
+
+                    Interlocked.Increment(ref made);
+                    return new TrackedObject();
+                }
+                finally
+                {
+                    Interlocked.Decrement(ref inFlight);
+                }
+            });
+
+        async Task TakerAsync(int taker)
+        {
+            for (int i = 0; i < 300; i++)
+            {
+                using var giveUp = new CancellationTokenSource();
+                if (Random.Shared.Next(4) == 0)
+                {
+                    giveUp.Cancel();
+                }
+
+                PoolSlot<TrackedObject> slot;
+                try
+                {
+                    slot = await pool.TakeSlotAsync(giveUp.Token);
+                }
+                catch (Exception expected) when (expected is IOException or OperationCanceledException)
+                {
+                    continue;
+                }
+
+                Assert.That(slot.Object.TryStampHolder(taker), Is.True, "an object held by two takers");
+                InterlockedMax(ref holders, pool.TotalCount);
+                await Task.Yield();
+                Assert.That(slot.Object.TryClearHolder(taker), Is.True);
+                Interlocked.Increment(ref served);
+                if (Random.Shared.Next(20) == 0)
+                {
+                    slot.Discard();
+                }
+                else
+                {
+                    pool.Release(slot);
+                }
+            }
+        }
+
+        await Task.WhenAll(Enumerable.Range(1, 32).Select(taker => Task.Run(() => TakerAsync(taker), cancellationToken))).WaitAsync(cancellationToken);
+        await Poll.UntilAsync(() => Volatile.Read(ref inFlight) == 0 && pool.AvailableCount == pool.TotalCount, cancellationToken);
+
+        Assert.That(Volatile.Read(ref served), Is.GreaterThan(0));
+        Assert.That(peakInFlight, Is.LessThanOrEqualTo(MaxConcurrentCreations));
+        Assert.That(holders, Is.LessThanOrEqualTo(MaxCapacity));
+        Assert.That(pool.TotalCount, Is.InRange(0, MaxCapacity));
+        Assert.That(pool.WaiterCount, Is.Zero);
+
+        // Every unit comes back: the pool can still make MaxCapacity objects at once.
+        var all = new List<PoolSlot<TrackedObject>>();
+        while (all.Count < MaxCapacity)
+        {
+            try
+            {
+                all.Add(await pool.TakeSlotAsync(cancellationToken));
+            }
+            catch (IOException)
+            {
+                // A creation failed; the back-off ends, and the next take makes another.
+                await Task.Delay(TimeSpan.FromMilliseconds(50), cancellationToken);
+            }
+        }
+
+        Assert.That(pool.TotalCount, Is.EqualTo(MaxCapacity));
+        Assert.That(all.Select(slot => slot.Object).Distinct().Count(), Is.EqualTo(MaxCapacity));
+        all.ForEach(pool.Release);
+    }
+
+    private static void InterlockedMax(ref int target, int value)
+    {
+        for (int seen = Volatile.Read(ref target); value > seen; seen = Volatile.Read(ref target))
+        {
+            Interlocked.CompareExchange(ref target, value, seen);
+        }
+    }
+
     /// <summary>A subclass that forgot to say how to make an object.</summary>
     private sealed class ConstructorlessPool() : Pool<TrackedObject>(1);
 }
