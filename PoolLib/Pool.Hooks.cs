@@ -1,8 +1,48 @@
 namespace PoolLib;
 
-// What a subclass overrides, and calls: how an object is made, reset, checked and pre-made.
+// What a subclass calls and overrides: its constructors, and how an object is made, reset, checked and pre-made.
 public abstract partial class Pool<T>
 {
+    /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
+    /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(int maxCapacity)
+        : this(PoolOptions.ForCapacity(maxCapacity))
+    {
+    }
+
+    /// <summary>Initialises a pool as <paramref name="options"/> say.</summary>
+    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">
+    /// An option is out of range: <see cref="PoolOptions.MaxCapacity"/> less than 1,
+    /// <see cref="PoolOptions.MinIdle"/> negative or above the cap, a time span zero or negative;
+    /// the exception's parameter name names the option.
+    /// </exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(PoolOptions options)
+        : this(options, defaultName: null, resetsObjects: false)
+    {
+    }
+
+    /// <summary>
+    /// Initialises a pool as <paramref name="options"/> say, named <paramref name="defaultName"/> unless
+    /// <see cref="PoolOptions.Name"/> names it: for a subclass whose pools differ by what they hold, such as the
+    /// server a pool of connections connects to.
+    /// </summary>
+    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
+    /// <param name="defaultName">The pool's name when <see cref="PoolOptions.Name"/> is <see langword="null"/>.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="defaultName"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range, as for <see cref="Pool{T}(PoolOptions)"/>.</exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> or <paramref name="defaultName"/> is empty or white space.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(PoolOptions options, string defaultName)
+        : this(options, PoolOptions.ValidDefaultName(defaultName), resetsObjects: false)
+    {
+    }
+
     /// <summary>Makes one new object. Called only while the cap allows one more.</summary>
     /// <returns>The new object; never <see langword="null"/>.</returns>
     /// <exception cref="NotSupportedException">Not overridden: a pool overrides this or <see cref="ObjectConstructorAsync"/>.</exception>

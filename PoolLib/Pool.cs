@@ -49,35 +49,11 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     // Whether a release does more than its fast path: it resets idle time, stamps it, or calls IResettable.TryReset.
     private readonly bool _releasesSlowly;
 
-    /// <summary>Initialises a pool that never holds more than <paramref name="maxCapacity"/> objects at once.</summary>
-    /// <param name="maxCapacity">The cap on objects alive at once (idle plus rented); at least 1.</param>
-    /// <exception cref="ArgumentOutOfRangeException"><paramref name="maxCapacity"/> is less than 1.</exception>
-    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
-    protected Pool(int maxCapacity)
-        : this(PoolOptions.ForCapacity(maxCapacity))
-    {
-    }
-
-    /// <summary>Initialises a pool as <paramref name="options"/> say.</summary>
-    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
-    /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
-    /// <exception cref="ArgumentOutOfRangeException">
-    /// An option is out of range: <see cref="PoolOptions.MaxCapacity"/> less than 1,
-    /// <see cref="PoolOptions.MinIdle"/> negative or above the cap, a time span zero or negative;
-    /// the exception's parameter name names the option.
-    /// </exception>
-    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
-    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
-    protected Pool(PoolOptions options)
-        : this(options, defaultName: null)
-    {
-    }
-
     /// <summary>The constructor every other one calls.</summary>
     /// <param name="options">The options, checked here.</param>
     /// <param name="defaultName">Replaces the type's name as the default name.</param>
     /// <param name="resetsObjects">Whether a release calls the object's <see cref="IResettable.TryReset"/> instead of <see cref="CleanUp"/>.</param>
-    private protected Pool(PoolOptions options, string? defaultName, bool resetsObjects = false)
+    private protected Pool(PoolOptions options, string? defaultName, bool resetsObjects)
     {
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();

@@ -15,7 +15,7 @@ public sealed partial class TcpEchoServerTests
     public async Task Metrics_ConnectionsEchoesAndDurations_ReportedForTheServer(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await held.AssertEchoOnAsync(cancellationToken);
         using Socket queued = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
@@ -58,7 +58,7 @@ public sealed partial class TcpEchoServerTests
         {
             using Socket client = await SocketTestExtensions.ConnectTcpAsync(firstEndPoint, cancellationToken);
             await client.AssertEchoOnAsync(cancellationToken);
-            using var meter = new SocketServersMeterReader(firstEndPoint.Port);
+            using MeterReader meter = MeterReader.ForServer(firstEndPoint.Port);
 
             (IAsyncDisposable second, _) = await StartFreshAsync(fresh, cancellationToken);
             await using (second)
