@@ -41,8 +41,9 @@ public sealed class UdpEchoServer : UdpServer
     /// <param name="options">The settings, copied now.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
-    internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
-        : base(options, EchoDatagramHandler.Instance, logger, faults, poolKind: "udp-echo-args")
+    /// <param name="time">The clock of the per-sender reply limit's windows; <see langword="null"/> for the system's.</param>
+    internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, FaultInjection? faults, TimeProvider? time = null)
+        : base(options, EchoDatagramHandler.Instance, logger, faults, time, poolKind: "udp-echo-args")
     {
     }
 

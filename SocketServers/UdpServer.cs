@@ -65,7 +65,7 @@ public partial class UdpServer : SocketServer
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, poolKind: "udp-args")
+        : this(options, handler, logger, faults: null, time: null, poolKind: "udp-args")
     {
     }
 
@@ -74,8 +74,9 @@ public partial class UdpServer : SocketServer
     /// <param name="handler">What answers each datagram.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
     /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
+    /// <param name="time">The clock of the per-sender reply limit's windows; <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
-    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, string poolKind)
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
@@ -92,7 +93,10 @@ public partial class UdpServer : SocketServer
         _processing = options.Processing;
         _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
         _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
-        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond) : null;
+        // Milliseconds since now: the limiter packs its window into the high bits, which a large timestamp would overflow.
+        long since = time?.GetTimestamp() ?? 0;
+        Func<long>? clock = time is null || time == TimeProvider.System ? null : () => (time.GetTimestamp() - since) / (time.TimestampFrequency / 1000);
+        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond, clock) : null;
         _socketCount = SocketsFor(options);
         _receiveBufferSize = options.ReceiveBufferSize;
         _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
