@@ -80,7 +80,23 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> is empty or white space.</exception>
     /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
     protected Pool(PoolOptions options)
-        : this(options, defaultName: null)
+        : this(options, defaultName: null, resetsObjects: false)
+    {
+    }
+
+    /// <summary>
+    /// Initialises a pool as <paramref name="options"/> say, named <paramref name="defaultName"/> unless
+    /// <see cref="PoolOptions.Name"/> names it: for a subclass whose pools differ by what they hold, such as the
+    /// server a pool of connections connects to.
+    /// </summary>
+    /// <param name="options">The cap, the name and the optional features; read once, here.</param>
+    /// <param name="defaultName">The pool's name when <see cref="PoolOptions.Name"/> is <see langword="null"/>.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="defaultName"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range, as for <see cref="Pool{T}(PoolOptions)"/>.</exception>
+    /// <exception cref="ArgumentException"><see cref="PoolOptions.Name"/> or <paramref name="defaultName"/> is empty or white space.</exception>
+    /// <remarks>No object is created here; call <see cref="TryAllocatePush(int)"/> to pre-warm.</remarks>
+    protected Pool(PoolOptions options, string defaultName)
+        : this(options, ValidName(defaultName), resetsObjects: false)
     {
     }
 
@@ -88,7 +104,7 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     /// <param name="options">The options, checked here.</param>
     /// <param name="defaultName">Replaces the type's name as the default name.</param>
     /// <param name="resetsObjects">Whether a release calls the object's <see cref="IResettable.TryReset"/> instead of <see cref="CleanUp"/>.</param>
-    private protected Pool(PoolOptions options, string? defaultName, bool resetsObjects = false)
+    private protected Pool(PoolOptions options, string? defaultName, bool resetsObjects)
     {
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
@@ -1675,6 +1691,13 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(maxCapacity, 1);
         return new PoolOptions { MaxCapacity = maxCapacity };
+    }
+
+    /// <summary>Checks the default name given to the constructor that takes one, under that parameter's name.</summary>
+    private static string ValidName(string defaultName)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(defaultName);
+        return defaultName;
     }
 
     /// <summary>Gets a type's name as C# writes it: <c>Pool&lt;StringBuilder&gt;</c> rather than <c>Pool`1</c>.</summary>

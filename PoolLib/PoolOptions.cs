@@ -1,3 +1,6 @@
+using Microsoft.Extensions.Configuration;
+using PoolLib.Internal;
+
 namespace PoolLib;
 
 /// <summary>How a <see cref="Pool{T}"/> is sized, named, trimmed and watched.</summary>
@@ -133,6 +136,24 @@ public sealed class PoolOptions
     /// for <see cref="TimeProvider.System"/>.
     /// </summary>
     public TimeProvider? TimeProvider { get; set; }
+
+    /// <summary>
+    /// Makes the options a configuration section holds, strictly: a key that names no option, or a value that does not
+    /// convert or is out of range, throws naming the key's path, so that a typo cannot leave a default in force.
+    /// </summary>
+    /// <param name="section">
+    /// The section, by the options' property names (<c>MaxCapacity</c>, <c>Name</c>, <c>IdleTimeout</c> as <c>hh:mm:ss</c>
+    /// or <c>d.hh:mm:ss</c>, ...); <see cref="TimeProvider"/> cannot be set here.
+    /// </param>
+    /// <returns>New options, checked as a pool's constructor checks them.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="section"/> is <see langword="null"/>.</exception>
+    /// <exception cref="ArgumentException">A key or value is invalid; the message names the key's full path.</exception>
+    /// <remarks>For a subclass of <see cref="Pool{T}"/> whose options come from configuration; <see cref="PoolServiceCollectionExtensions"/> reads them so.</remarks>
+    public static PoolOptions FromConfiguration(IConfiguration section)
+    {
+        ArgumentNullException.ThrowIfNull(section);
+        return PoolOptionsBinder.Bind(section, nameof(section));
+    }
 
     /// <summary>Rejects a value out of range, naming the option as <c>options.Name</c>.</summary>
     /// <exception cref="ArgumentOutOfRangeException">A number or time span is out of range.</exception>

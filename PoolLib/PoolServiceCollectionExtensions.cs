@@ -2,7 +2,6 @@ using System.Diagnostics.CodeAnalysis;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.ObjectPool;
-using PoolLib.Internal;
 
 namespace PoolLib;
 
@@ -63,6 +62,6 @@ public static class PoolServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(section);
         ArgumentNullException.ThrowIfNull(factory);
-        return services.AddPool(PoolOptionsBinder.Bind(section, nameof(section)), factory, cleanUp);
+        return services.AddPool(PoolOptions.FromConfiguration(section), factory, cleanUp);
     }
 }

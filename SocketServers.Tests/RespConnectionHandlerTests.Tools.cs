@@ -51,27 +51,7 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(server.Counters.Drops, Is.Zero);
     }
 
-    /// <summary>The tool's path on PATH; the test is inconclusive without it, or fails under CI.</summary>
-    private static string Tool(string name)
-    {
-        foreach (string directory in (Environment.GetEnvironmentVariable("PATH") ?? string.Empty).Split(Path.PathSeparator))
-        {
-            string path = Path.Combine(directory, name);
-            if (File.Exists(path))
-            {
-                return path;
-            }
-        }
-
-        string missing = $"{name} is not installed (Debian: apt-get install redis-tools)";
-        if (Environment.GetEnvironmentVariable("CI") == "true")
-        {
-            Assert.Fail(missing);
-        }
-
-        Assert.Inconclusive(missing);
-        return name;
-    }
+    private static string Tool(string name) => InstalledTool.Find(name, "redis-tools");
 
     private static async Task<(int ExitCode, string Output)> RunAsync(string tool, string[] arguments, CancellationToken cancellationToken)
     {

@@ -108,4 +108,34 @@ internal static partial class SocketServerLog
 
     [LoggerMessage(46, LogLevel.Warning, "UDP handler on {EndPoint} threw after deferring its reply, which is still the handle's{Suppressed}")]
     public static partial void HandlerThrewAfterDeferring(this ILogger logger, Exception exception, IPEndPoint? endPoint, string suppressed);
+
+    [LoggerMessage(47, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint} opened from {LocalEndPoint}")]
+    public static partial void ClientConnectionOpened(this ILogger logger, long connectionId, EndPoint remoteEndPoint, EndPoint localEndPoint);
+
+    [LoggerMessage(48, LogLevel.Warning, "TCP client connect to {EndPoint} failed{Suppressed}")]
+    public static partial void ClientConnectFailed(this ILogger logger, Exception exception, string endPoint, string suppressed);
+
+    [LoggerMessage(49, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint} closed")]
+    public static partial void ClientConnectionClosed(this ILogger logger, long connectionId, EndPoint remoteEndPoint);
+
+    [LoggerMessage(50, LogLevel.Warning, "TCP client connection {ConnectionId} to {RemoteEndPoint} failed{Suppressed}")]
+    public static partial void ClientConnectionFailed(this ILogger logger, Exception exception, long connectionId, EndPoint remoteEndPoint, string suppressed);
+
+    [LoggerMessage(51, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint}: an operation was cancelled in flight; closing it")]
+    public static partial void ClientConnectionCanceled(this ILogger logger, long connectionId, EndPoint remoteEndPoint);
+
+    [LoggerMessage(52, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint}: the server ended its stream")]
+    public static partial void ClientConnectionEnded(this ILogger logger, long connectionId, EndPoint remoteEndPoint);
+
+    [LoggerMessage(53, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint} was closed by the server while idle; discarding it")]
+    public static partial void ClientConnectionEndedIdle(this ILogger logger, long connectionId, EndPoint remoteEndPoint);
+
+    [LoggerMessage(54, LogLevel.Warning, "TCP client connection {ConnectionId} to {RemoteEndPoint} holds {Bytes} bytes no request read; discarding it{Suppressed}")]
+    public static partial void ClientConnectionUnreadBytes(this ILogger logger, long connectionId, EndPoint remoteEndPoint, int bytes, string suppressed);
+
+    [LoggerMessage(55, LogLevel.Debug, "TCP client connection {ConnectionId} to {RemoteEndPoint} failed its health check; discarding it")]
+    public static partial void ClientHealthCheckFailed(this ILogger logger, long connectionId, EndPoint remoteEndPoint);
+
+    [LoggerMessage(56, LogLevel.Warning, "TCP client connection {ConnectionId} to {RemoteEndPoint}: the health check threw; discarding it{Suppressed}")]
+    public static partial void ClientHealthCheckThrew(this ILogger logger, Exception exception, long connectionId, EndPoint remoteEndPoint, string suppressed);
 }
