@@ -12,4 +12,13 @@ internal static class Poll
             await Task.Delay(s_interval, cancellationToken);
         }
     }
+
+    /// <summary>Waits for a condition that takes a round trip to check (a server's count of its clients).</summary>
+    public static async Task UntilAsync(Func<Task<bool>> condition, CancellationToken cancellationToken)
+    {
+        while (!await condition())
+        {
+            await Task.Delay(s_interval, cancellationToken);
+        }
+    }
 }

@@ -20,7 +20,7 @@ internal static class TcpAllocationMeter
     private const int BatchesPerRound = 2_000;
 
     // Enough for the runtime to recompile on one CPU too, where it waits ten times longer before it does (about 10 s).
-    private const int MaxRounds = 300;
+    public const int MaxRounds = 300;
 
     /// <summary>Inconclusive unless the server and the tests' handlers are optimized builds: a Debug build compiles each
     /// async method's state machine as a class, one object per call (226 B a RESP request, 53 B a line measured).</summary>

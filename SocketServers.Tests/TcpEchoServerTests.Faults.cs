@@ -41,7 +41,7 @@ public sealed partial class TcpEchoServerTests
         };
         await using var server = new TcpEchoServer(options, logger: null, faults);
         await server.StartAsync(cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await held.AssertEchoOnAsync(cancellationToken);
         await ProcessCpu.WaitUntilQuietAsync(cancellationToken);
@@ -76,7 +76,7 @@ public sealed partial class TcpEchoServerTests
         options.RejectWhenFull = true;
         await using var server = new TcpEchoServer(options, logger);
         await server.StartAsync(cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using (Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken))
         {
             await held.AssertEchoOnAsync(cancellationToken);
@@ -113,7 +113,7 @@ public sealed partial class TcpEchoServerTests
         };
         await using var server = new TcpEchoServer(options, logger: null, faults);
         await server.StartAsync(cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket idle = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
 
         Volatile.Write(ref armed, 1);
@@ -124,7 +124,7 @@ public sealed partial class TcpEchoServerTests
         await AssertStillServesAsync(server, cancellationToken);
     }
 
-    private static void AssertOneErrorMetered(SocketServersMeterReader meter, string operation, string errorType)
+    private static void AssertOneErrorMetered(MeterReader meter, string operation, string errorType)
     {
         var errors = meter.Recorded("socketservers.errors");
         Assert.That(errors, Has.Count.EqualTo(1));

@@ -11,7 +11,7 @@ public sealed partial class TcpEchoServerTests
     public async Task Metrics_ConnectionsEchoesAndDurations_ReportedForTheServer(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(options => options.MaxConnections = 1, cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket held = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await held.AssertEchoOnAsync(cancellationToken);
         using Socket queued = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);

@@ -97,7 +97,7 @@ public sealed partial class TcpServerTests
         var handler = new ScriptedHandler();
         var logger = new RecordingLogger();
         await using var server = await StartAsync(handler, cancellationToken: cancellationToken, logger: logger);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
         await client.SendAsync("await closed then throw\n", cancellationToken);
         await handler.Waiting.Task.WaitAsync(cancellationToken);

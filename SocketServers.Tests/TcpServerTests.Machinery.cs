@@ -135,7 +135,7 @@ public sealed partial class TcpServerTests
     {
         var logger = new ThrowOnceLogger("TCP client");
         await using var server = await StartAsync(new UppercaseHandler(), options => (options.MaxConnections, options.RejectWhenFull) = (1, true), cancellationToken, logger);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using (LineClient held = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken))
         {
             await held.SendAsync("a\n", cancellationToken);

@@ -187,7 +187,7 @@ public sealed partial class TcpServerTests
     {
         var handler = new ScriptedHandler();
         await using var server = await StartAsync(handler, cancellationToken: cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using LineClient failing = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
         await failing.SendAsync("throw\n", cancellationToken);

@@ -209,7 +209,7 @@ public sealed class UdpDeferredReplyTests(UdpProcessing processing)
     {
         var handler = new DeferringHandler();
         await using var server = await StartAsync(handler, cancellationToken, stopGracePeriod: TimeSpan.FromMilliseconds(200));
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
         UdpDeferredReply reply = await DeferAsync(client, server, handler, "hold"u8.ToArray(), cancellationToken);
 

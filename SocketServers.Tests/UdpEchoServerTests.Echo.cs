@@ -121,7 +121,7 @@ public sealed partial class UdpEchoServerTests
     {
         const int MaxSize = 1024;
         await using var server = await StartAsync(options => options.MaxDatagramSize = MaxSize, cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using var client = new Socket(AddressFamily.InterNetwork, SocketType.Dgram, ProtocolType.Udp);
         client.Bind(new IPEndPoint(IPAddress.Loopback, 0));
         byte[] oversized = Enumerable.Repeat((byte)0xEE, MaxSize + bytesOverLimit).ToArray();

@@ -82,7 +82,7 @@ public sealed partial class UdpEchoServerTests
         await using (server)
         {
             await server.StartAsync(cancellationToken);
-            using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+            using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
             await ProcessCpu.WaitUntilQuietAsync(cancellationToken);
 
             // The receive under way ends with this datagram; every receive after it fails.
@@ -113,7 +113,7 @@ public sealed partial class UdpEchoServerTests
         var logger = new ThrowOnceLogger("UDP echoed");
         await using var server = new UdpEchoServer(Options(_ => { }), logger);
         await server.StartAsync(cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await EchoEachAsync(server, client, datagrams: 3, cancellationToken);
@@ -180,7 +180,7 @@ public sealed partial class UdpEchoServerTests
         await using (var server = new UdpEchoServer(Options(options => options.FirstAnsweredPort = PortOf(high)), logger))
         {
             await server.StartAsync(cancellationToken);
-            using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+            using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
             await low.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
             await Poll.UntilAsync(() => server.Counters.Drops == 1, cancellationToken);
             await EchoEachAsync(server, high, datagrams: 1, cancellationToken);
@@ -247,7 +247,7 @@ public sealed partial class UdpEchoServerTests
         return options;
     }
 
-    private static void AssertOneDropMetered(SocketServersMeterReader meter, string reason)
+    private static void AssertOneDropMetered(MeterReader meter, string reason)
     {
         var dropped = meter.Recorded("socketservers.dropped_datagrams");
         Assert.That(dropped, Has.Count.EqualTo(1));

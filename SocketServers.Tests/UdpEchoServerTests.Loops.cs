@@ -25,7 +25,7 @@ public sealed partial class UdpEchoServerTests
         await using UdpEchoServer first = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
         IPEndPoint firstEndPoint = first.LocalEndPoint!;
         await using UdpEchoServer second = await StartOnSecondLoopbackAddressAsync(firstEndPoint.Port, cancellationToken);
-        using var meter = new SocketServersMeterReader(firstEndPoint.Port);
+        using var meter = MeterReader.ForServer(firstEndPoint.Port);
 
         forger.Send(source: second.LocalEndPoint!, destination: firstEndPoint, s_forgedPayload);
         await Poll.UntilAsync(() => first.Counters is var c && c.MessagesHandled + c.Drops >= 1, cancellationToken);
@@ -72,7 +72,7 @@ public sealed partial class UdpEchoServerTests
             },
             cancellationToken);
         await using UdpEchoServer other = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
-        using var meter = new SocketServersMeterReader(limited.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(limited.LocalEndPoint!.Port);
 
         forger.Send(source: other.LocalEndPoint!, destination: limited.LocalEndPoint!, s_forgedPayload);
 

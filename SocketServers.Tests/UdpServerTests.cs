@@ -84,7 +84,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Handler_Throws_DatagramDroppedAndServerGoesOn(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 0xff }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);
@@ -155,7 +155,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     {
         var logger = new ThrowOnceLogger("UDP datagram from");
         await using var server = await StartAsync(new CountingHandler(), cancellationToken, logger);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[new UdpServerOptions().MaxDatagramSize + 1], SocketFlags.None, server.LocalEndPoint!, cancellationToken);
@@ -174,7 +174,7 @@ public sealed class UdpServerTests(UdpProcessing processing)
     public async Task Metrics_Datagrams_ReportedForAnyProtocol(CancellationToken cancellationToken)
     {
         await using var server = await StartAsync(new CountingHandler(), cancellationToken);
-        using var meter = new SocketServersMeterReader(server.LocalEndPoint!.Port);
+        using var meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = SocketTestExtensions.BoundUdpClient();
 
         await client.SendToAsync(new byte[] { 1, 2, 3 }, SocketFlags.None, server.LocalEndPoint!, cancellationToken);

@@ -3,20 +3,23 @@ using System.Diagnostics.Metrics;
 
 namespace SocketServers.Tests;
 
-/// <summary>Reads the SocketServers meter with a <see cref="MeterListener"/>, for one server (by its port).</summary>
-internal sealed class SocketServersMeterReader : IDisposable
+/// <summary>Reads one meter with a <see cref="MeterListener"/>, for one server or pool: the measurements whose tag names it.</summary>
+internal sealed class MeterReader : IDisposable
 {
     private readonly MeterListener _listener = new();
-    private readonly int _port;
+    private readonly string _tag;
+    private readonly object _tagValue;
     private readonly ConcurrentQueue<(string Instrument, double Value, Dictionary<string, object?> Tags)> _recorded = new();
     private readonly ConcurrentQueue<(string Instrument, double Value)> _observed = new();
 
-    public SocketServersMeterReader(int port)
+    /// <summary>Reads the measurements of <paramref name="meter"/> whose tag <paramref name="tag"/> is <paramref name="tagValue"/>.</summary>
+    public MeterReader(string meter, string tag, object tagValue)
     {
-        _port = port;
+        _tag = tag;
+        _tagValue = tagValue;
         _listener.InstrumentPublished = (instrument, listener) =>
         {
-            if (instrument.Meter.Name == "SocketServers")
+            if (instrument.Meter.Name == meter)
             {
                 listener.EnableMeasurementEvents(instrument);
             }
@@ -26,7 +29,13 @@ internal sealed class SocketServersMeterReader : IDisposable
         _listener.Start();
     }
 
-    /// <summary>Collects the observable instruments now and returns the value each reported for this server.</summary>
+    /// <summary>Reads the SocketServers meter for the server on <paramref name="port"/>.</summary>
+    public static MeterReader ForServer(int port) => new("SocketServers", "server.port", port);
+
+    /// <summary>Reads the PoolLib meter for the pool named <paramref name="name"/>.</summary>
+    public static MeterReader ForPool(string name) => new("PoolLib", "pool.name", name);
+
+    /// <summary>Collects the observable instruments now and returns the value each reported for this server or pool.</summary>
     public Dictionary<string, double> Observe()
     {
         _observed.Clear();
@@ -34,7 +43,7 @@ internal sealed class SocketServersMeterReader : IDisposable
         return _observed.GroupBy(m => m.Instrument).ToDictionary(g => g.Key, g => g.Last().Value);
     }
 
-    /// <summary>Gets every measurement of <paramref name="instrument"/> (not an observable one) recorded for this server so far.</summary>
+    /// <summary>Gets every measurement of <paramref name="instrument"/> (not an observable one) recorded for this server or pool so far.</summary>
     public IReadOnlyList<(double Value, Dictionary<string, object?> Tags)> Recorded(string instrument) =>
         [.. _recorded.Where(m => m.Instrument == instrument).Select(m => (m.Value, m.Tags))];
 
@@ -48,7 +57,7 @@ internal sealed class SocketServersMeterReader : IDisposable
             all[tag.Key] = tag.Value;
         }
 
-        if (!all.TryGetValue("server.port", out object? port) || !Equals(port, _port))
+        if (!all.TryGetValue(_tag, out object? tagged) || !Equals(tagged, _tagValue))
         {
             return;
         }
