@@ -6,7 +6,7 @@ namespace PoolBench;
 internal sealed class BenchOptions
 {
     public const string Usage = """
-        usage: PoolBench <article|pools|size|echo|all|soak> [options]
+        usage: PoolBench <article|pools|size|echo|all|soak|resp|connections> [options]
           --quick                 shrink every scenario to seconds (CI smoke run)
           --json PATH             also write the results as one JSON document
           --plots DIR             where to write the PNG plots (default: plots beside the --json file, or in
@@ -17,7 +17,7 @@ internal sealed class BenchOptions
           --filter GLOB           article and pools: run only the benchmark cases whose full name matches
                                   (BenchmarkDotNet's glob filter, e.g. '*PoolsBenchmarks.Ours(Pattern: Short*');
                                   may be given more than once
-          pools only:
+          pools:
           --workers N[,N..]       worker threads of each pools cell, 1 to 256 (default: 1,2,4,25)
           echo only:
           --target [NAME=]HOST:PORT[,..]
@@ -58,6 +58,13 @@ internal sealed class BenchOptions
           --connections N         redis-benchmark's clients, -c (default: 50)
           --pipeline K[,K..]      redis-benchmark's -P (default: 1,16, quick: 1)
           --rounds N              runs per cell, each running every server in turn (default: 3, quick: 1)
+          connections (not part of all): SET and GET against Debian's redis-server from TcpClientPool, a
+          hand-written pool (SemaphoreSlim and ConcurrentBag<Socket>), StackExchange.Redis and redis-benchmark
+          (skipped where they are not installed, but with CI=true), as many connections allowed as workers;
+          then a connect storm of 1,000 takers on ours and the hand-written pool; it takes --server-cpus (pin
+          PoolBench itself for the clients) and
+          --workers N[,N..]       concurrent workers, redis-benchmark's -c (default: 1,16,64,256)
+          --rounds N              rounds per worker count, each running every peer in turn (default: 3, quick: 1)
         """;
 
     /// <summary>The most client processes <c>--clients</c> starts.</summary>
@@ -66,7 +73,7 @@ internal sealed class BenchOptions
     /// <summary>The most threads <c>--c-threads</c> gives the C server.</summary>
     public const int MaxCThreads = 256;
 
-    private static readonly string[] s_scenarios = ["article", "pools", "size", "echo", "all", "soak", "resp"];
+    private static readonly string[] s_scenarios = ["article", "pools", "size", "echo", "all", "soak", "resp", "connections"];
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
@@ -93,8 +100,8 @@ internal sealed class BenchOptions
     /// <summary>Appended to every table title of a quick run, so its numbers are never taken for results.</summary>
     public string QuickLabel => Quick ? " — QUICK RUN" : "";
 
-    /// <summary>Whether the run includes <paramref name="scenario"/>; <c>all</c> is every scenario but the soak.</summary>
-    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario is not ("soak" or "resp"));
+    /// <summary>Whether the run includes <paramref name="scenario"/>; <c>all</c> is every scenario but the soak and those against redis-server.</summary>
+    public bool Runs(string scenario) => Scenario == scenario || (Scenario == "all" && scenario is not ("soak" or "resp" or "connections"));
 
     /// <summary>Where the PNG plots go: <c>--plots</c>, or beside the JSON document, or in the temp folder.</summary>
     public string PlotsPath => PlotsFolder ?? Path.Combine(OutputFolder, "plots");

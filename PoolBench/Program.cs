@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using NLog;
 using PoolBench;
+using PoolBench.Connections;
 using PoolBench.Echo;
 using PoolBench.Echo.Load;
 using PoolBench.Echo.Soak;
@@ -16,6 +17,14 @@ if (args is [EchoLoadChild.Role])
 {
     // A child client of the echo load's --clients, started by this program; its log goes to stderr as ours does.
     int status = await EchoLoadChild.RunAsync(Console.In, Console.Out);
+    LogManager.Shutdown();
+    return status;
+}
+
+if (args is [ConnectStorm.Role, string peer])
+{
+    // A connect storm in a process of its own, started by this program; its log goes to stderr as ours does.
+    int status = await ConnectStorm.RunAsync(peer, Console.Out);
     LogManager.Shutdown();
     return status;
 }
@@ -60,6 +69,11 @@ if (options.Runs("echo"))
 if (options.Runs("resp"))
 {
     await new RespScenario(options).RunAsync(report);
+}
+
+if (options.Runs("connections"))
+{
+    await new ConnectionsScenario(options).RunAsync(report);
 }
 
 if (options.Runs("soak"))

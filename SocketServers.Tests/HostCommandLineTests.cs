@@ -139,9 +139,9 @@ public sealed class HostCommandLineTests
             .AddInMemoryCollection(commandLine.ToConfiguration(result))
             .Build();
         var tcp = new TcpEchoServerOptions();
-        SocketServerOptionsBinder.Bind(configuration.GetSection(HostSettings.TcpSection), tcp);
+        OptionsBinder.Bind(configuration.GetSection(HostSettings.TcpSection), tcp);
         var udp = new UdpEchoServerOptions();
-        SocketServerOptionsBinder.Bind(configuration.GetSection(HostSettings.UdpSection), udp);
+        OptionsBinder.Bind(configuration.GetSection(HostSettings.UdpSection), udp);
         return (HostSettings.Read(configuration), tcp, udp);
     }
 }

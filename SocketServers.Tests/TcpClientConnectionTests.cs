@@ -117,6 +117,35 @@ public sealed class TcpClientConnectionTests
         Assert.That(await Resp.CallAsync(next.Object, cancellationToken, "PING"), Is.EqualTo("+PONG"));
     }
 
+    // A peer of the test's own that resets the connection (SO_LINGER 0), which redis-server never does.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task ReceiveAsync_PeerResetsInFlight_ThrowsIOExceptionNamingThePeerAndLogsAWarning(CancellationToken cancellationToken)
+    {
+        using var listener = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        listener.Bind(new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, 0));
+        listener.Listen();
+        var logger = new Microsoft.Extensions.Logging.Testing.FakeLogger();
+        var options = new TcpClientPoolOptions { EndPoint = listener.LocalEndPoint, Pool = new PoolOptions { MaxCapacity = 1 } };
+        using var pool = new TcpClientPool(options, logger);
+        using PoolSlot<TcpClientConnection> slot = await pool.TakeSlotAsync(cancellationToken);
+        using Socket peer = await listener.AcceptAsync(cancellationToken);
+
+        ValueTask<int> receiving = slot.Object.ReceiveAsync(new byte[64], cancellationToken);
+        peer.LingerState = new LingerOption(true, 0);
+        peer.Close();
+        var failure = await Assert.ThrowsAsync<IOException>(async () => await receiving);
+        var next = await Assert.ThrowsAsync<IOException>(async () => await slot.Object.SendAsync(s_ping, cancellationToken));
+
+        Assert.That(failure!.Message, Is.EqualTo($"Receiving from {listener.LocalEndPoint} failed: ConnectionReset."));
+        Assert.That(failure.InnerException, Is.InstanceOf<SocketException>().With.Property("SocketErrorCode").EqualTo(SocketError.ConnectionReset));
+        Assert.That(next!.InnerException, Is.SameAs(failure), "a later call names the failure that broke the connection");
+        Assert.That(slot.Object.IsBroken, Is.True);
+        var warning = logger.Collector.GetSnapshot().Single(record => record.Level == Microsoft.Extensions.Logging.LogLevel.Warning);
+        Assert.That(warning.Message, Is.EqualTo($"TCP client connection 1 to {listener.LocalEndPoint} failed"));
+        Assert.That(warning.Exception, Is.SameAs(failure));
+    }
+
     [Test]
     [CancelAfter(30_000)]
     public async Task Socket_DefaultOptions_NoDelayAndKeepAliveSet(CancellationToken cancellationToken)

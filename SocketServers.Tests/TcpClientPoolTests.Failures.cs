@@ -16,7 +16,7 @@ public sealed partial class TcpClientPoolTests
     {
         var time = new FakeTimeProvider();
         var endPoint = new IPEndPoint(IPAddress.Loopback, RedisServerProcess.FreePort());
-        using var metrics = MeterReader.ForPool($"tcp-client {endPoint}");
+        using var metrics = MeterReader.ForPool($"tcp-client@{endPoint}");
         using var pool = new TcpClientPool(endPoint, new PoolOptions { MaxCapacity = 2, TimeProvider = time });
 
         var first = await Assert.ThrowsAsync<SocketException>(async () => await pool.TakeSlotAsync(cancellationToken));
@@ -40,7 +40,7 @@ public sealed partial class TcpClientPoolTests
     public async Task TakeSlotAsync_ServerKilledMidCall_InFlightCallEndsAndNoTakeGetsADeadConnection(CancellationToken cancellationToken)
     {
         await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
-        using var metrics = MeterReader.ForPool($"tcp-client {redis.EndPoint}");
+        using var metrics = MeterReader.ForPool($"tcp-client@{redis.EndPoint}");
         using var pool = new TcpClientPool(redis.EndPoint, new PoolOptions { MaxCapacity = 4 });
         PoolSlot<TcpClientConnection> waiting = await pool.TakeSlotAsync(cancellationToken);
         using (PoolSlot<TcpClientConnection> idle = await pool.TakeSlotAsync(cancellationToken))
@@ -131,7 +131,7 @@ public sealed partial class TcpClientPoolTests
     {
         const int Connections = 3;
         await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
-        using var metrics = MeterReader.ForPool($"tcp-client {redis.EndPoint}");
+        using var metrics = MeterReader.ForPool($"tcp-client@{redis.EndPoint}");
         using var pool = new TcpClientPool(redis.EndPoint, new PoolOptions { MaxCapacity = Connections });
         string[] before = await ClientIdsOfConnectionsAsync(pool, Connections, cancellationToken);
 

@@ -1,3 +1,5 @@
+using System.Net;
+using System.Net.Sockets;
 using PoolLib;
 
 namespace SocketServers.Tests;
@@ -52,5 +54,32 @@ public sealed partial class TcpClientPoolTests
         Assert.That(serverSideIds, Has.Count.InRange(1, Cap), "server-side connections used");
         Assert.That(pool.TotalCount, Is.InRange(1, Cap));
         Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount), "every connection back idle");
+    }
+
+    [Test]
+    public void Constructor_InvalidArguments_ThrowNamingThem()
+    {
+        var poolOptions = new PoolOptions { MaxCapacity = 1 };
+        var endPoint = new IPEndPoint(IPAddress.Loopback, 6379);
+
+        Assert.Multiple(() =>
+        {
+            Assert.That(() => new TcpClientPool(null!, poolOptions), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("endPoint"));
+            Assert.That(() => new TcpClientPool(endPoint, null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("options"));
+            Assert.That(() => new TcpClientPool(new UnixDomainSocketEndPoint("/tmp/redis.sock"), poolOptions), Throws.ArgumentException.With.Property("ParamName").EqualTo("endPoint"));
+            Assert.That(() => new TcpClientPool(null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("options"));
+            Assert.That(() => new TcpClientPool(new TcpClientPoolOptions { Pool = poolOptions }), Throws.ArgumentException.With.Property("ParamName").EqualTo("options.EndPoint"));
+            Assert.That(() => new TcpClientPool(endPoint, new PoolOptions()), Throws.InstanceOf<ArgumentOutOfRangeException>().With.Property("ParamName").EqualTo("options.MaxCapacity"));
+        });
+    }
+
+    [Test]
+    public void Name_NotGiven_NamedAfterTheEndPoint()
+    {
+        using var byAddress = new TcpClientPool(new IPEndPoint(IPAddress.IPv6Loopback, 6379), new PoolOptions { MaxCapacity = 1 });
+        using var byName = new TcpClientPool(new DnsEndPoint("redis.internal", 6380), new PoolOptions { MaxCapacity = 1 });
+        using var named = new TcpClientPool(new DnsEndPoint("redis.internal", 6380), new PoolOptions { MaxCapacity = 1, Name = "sessions" });
+
+        Assert.That((byAddress.Name, byName.Name, named.Name), Is.EqualTo(("tcp-client@[::1]:6379", "tcp-client@redis.internal:6380", "sessions")));
     }
 }

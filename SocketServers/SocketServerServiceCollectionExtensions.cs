@@ -52,7 +52,7 @@ public static class SocketServerServiceCollectionExtensions
     public static IServiceCollection AddTcpEchoServer(this IServiceCollection services, IConfiguration configuration)
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddTcpEchoServer(options => SocketServerOptionsBinder.Bind(configuration, options));
+        return services.AddTcpEchoServer(options => OptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="UdpEchoServer"/> with the default options (127.0.0.1, port
@@ -89,7 +89,7 @@ public static class SocketServerServiceCollectionExtensions
     public static IServiceCollection AddUdpEchoServer(this IServiceCollection services, IConfiguration configuration)
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddUdpEchoServer(options => SocketServerOptionsBinder.Bind(configuration, options));
+        return services.AddUdpEchoServer(options => OptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="TcpServer{THandler}"/> configured in code, with its handler: a singleton the
@@ -115,7 +115,7 @@ public static class SocketServerServiceCollectionExtensions
         where THandler : TcpConnectionHandler
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddTcpServer<THandler>(options => SocketServerOptionsBinder.Bind(configuration, options));
+        return services.AddTcpServer<THandler>(options => OptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers a <see cref="UdpServer{THandler}"/> configured in code, with its handler: a singleton the
@@ -141,7 +141,7 @@ public static class SocketServerServiceCollectionExtensions
         where THandler : UdpDatagramHandler
     {
         ArgumentNullException.ThrowIfNull(configuration);
-        return services.AddUdpServer<THandler>(options => SocketServerOptionsBinder.Bind(configuration, options));
+        return services.AddUdpServer<THandler>(options => OptionsBinder.Bind(configuration, options));
     }
 
     /// <summary>Registers the server of a handler type: its options by the handler's name, the handler, the server.</summary>

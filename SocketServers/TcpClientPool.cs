@@ -30,7 +30,7 @@ namespace SocketServers;
 /// </para>
 /// <para>
 /// Every member may be called from any thread. The pool's metrics are PoolLib's (the <c>PoolLib</c> meter), under its
-/// <see cref="Pool{T}.Name"/>: by default <c>tcp-client</c> and the endpoint, <c>tcp-client 127.0.0.1:6379</c>.
+/// <see cref="Pool{T}.Name"/>: by default named after the endpoint, as <c>tcp-client@127.0.0.1:6379</c>.
 /// </para>
 /// </remarks>
 public sealed class TcpClientPool : Pool<TcpClientConnection>
@@ -249,7 +249,7 @@ public sealed class TcpClientPool : Pool<TcpClientConnection>
         return options;
     }
 
-    private static string DefaultName(EndPoint endPoint) => $"tcp-client {Display(endPoint)}";
+    private static string DefaultName(EndPoint endPoint) => $"tcp-client@{Display(endPoint)}";
 
     // A DnsEndPoint's own ToString() begins with its address family ("Unspecified/redis:6379").
     private static string Display(EndPoint endPoint) => endPoint is DnsEndPoint dns ? $"{dns.Host}:{dns.Port}" : endPoint.ToString()!;

@@ -52,7 +52,7 @@ public sealed class TcpClientPoolOptions
     /// timeout (<see cref="PoolOptions.CreateTimeout"/>), how many connects run at once
     /// (<see cref="PoolOptions.MaxConcurrentCreations"/>), idle connections kept open (<see cref="PoolOptions.MinIdle"/>),
     /// when <see cref="HealthCheck"/> runs (<see cref="PoolOptions.ValidateAfterIdle"/>), and its name in metrics
-    /// (by default <c>tcp-client</c> and the endpoint, <c>tcp-client 127.0.0.1:6379</c>).</summary>
+    /// (by default named after the endpoint, as <c>tcp-client@127.0.0.1:6379</c>).</summary>
     /// <exception cref="ArgumentNullException">The value is <see langword="null"/>.</exception>
     public PoolOptions Pool
     {

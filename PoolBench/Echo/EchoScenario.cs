@@ -261,7 +261,7 @@ internal sealed class EchoScenario(BenchOptions options)
         }
 
         double[] rates = rounds.Select(round => round.MsgsPerSec).Order().ToArray();
-        double rate = Median(rates);
+        double rate = Median.Of(rates);
         double? perMessage(long bytes) => messages > 0 ? (double)bytes / messages : null;
         return new EchoResult(
             server.Name, cell.Protocol, cell.Connections, cell.Size, cell.Pipeline, elapsed.TotalSeconds, messages,
@@ -274,10 +274,6 @@ internal sealed class EchoScenario(BenchOptions options)
             clientMessages.Length,
             [.. clientMessages.Select(count => messages > 0 ? (double)count / messages : 0)]);
     }
-
-    /// <summary>The median of values sorted in ascending order.</summary>
-    private static double Median(double[] sorted) =>
-        sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[sorted.Length / 2 - 1] + sorted[sorted.Length / 2]) / 2;
 
     /// <summary>
     /// What one server did in one round of a cell, before the rounds are reduced to an <see cref="EchoResult"/>.

@@ -1,7 +1,4 @@
-using System.Diagnostics;
-using System.Globalization;
 using System.Net;
-using System.Net.Sockets;
 using NLog;
 using PoolBench.Echo.Servers;
 using PoolBench.Report;
@@ -31,7 +28,7 @@ internal sealed class RespScenario(BenchOptions options)
 
     public async Task RunAsync(BenchReport report)
     {
-        if (Which("redis-benchmark") is not string benchmark)
+        if (InstalledProgram.Find("redis-benchmark") is not string benchmark)
         {
             report.Fail("resp: redis-benchmark is not installed (apt-get install redis-tools)");
             return;
@@ -42,12 +39,9 @@ internal sealed class RespScenario(BenchOptions options)
         await using (ours.ConfigureAwait(false))
         {
             servers.Add(("ours-resp", (IPEndPoint)ours.TcpEndPoint, ours));
-            using RedisServer? redis = Which("redis-server") is string program ? await RedisServer.StartAsync(program, options.ServerCpus).ConfigureAwait(false) : null;
-            if (redis is null)
-            {
-                s_log.Warn("resp: redis-server is skipped: it is not installed (apt-get install redis-server)");
-            }
-            else
+            string? program = InstalledProgram.FindOrSkip("redis-server", "redis-server", "resp: redis-server", report);
+            using RedisServer? redis = program is null ? null : await RedisServer.StartAsync(program, options.ServerCpus).ConfigureAwait(false);
+            if (redis is not null)
             {
                 servers.Add(("redis-server", redis.EndPoint, null));
             }
@@ -100,11 +94,10 @@ internal sealed class RespScenario(BenchOptions options)
                 : null;
             foreach (string test in runs[i][0].Lines.Select(line => line.Test))
             {
-                Line[] lines = [.. runs[i].Select(run => run.Lines.First(line => line.Test == test))];
+                RequestFigures[] lines = [.. runs[i].Select(run => run.Lines.First(line => line.Test == test))];
+                var (rate, min, max, p50, p99) = RequestFigures.Summarise(lines);
                 results.Add(new RespResult(
-                    servers[i].Name, test, Clients, pipeline, Requests(pipeline),
-                    Median(lines.Select(line => line.RequestsPerSec)), lines.Min(line => line.RequestsPerSec), lines.Max(line => line.RequestsPerSec), lines.Length,
-                    Median(lines.Select(line => line.P50Ms)), Median(lines.Select(line => line.P99Ms)),
+                    servers[i].Name, test, Clients, pipeline, Requests(pipeline), rate, min, max, lines.Length, p50, p99,
                     runs[i].Sum(run => run.Errors), bytesPerRequest, null));
             }
         }
@@ -137,121 +130,18 @@ internal sealed class RespScenario(BenchOptions options)
     /// <summary>One redis-benchmark run of every test against <paramref name="endPoint"/>; null when it failed (reported).</summary>
     private async Task<Run?> RunBenchmarkAsync(BenchReport report, string benchmark, IPEndPoint endPoint, ChildEchoServer? ours, int pipeline, int requests)
     {
-        var start = new ProcessStartInfo(benchmark)
-        {
-            RedirectStandardOutput = true,
-            RedirectStandardError = true,
-            RedirectStandardInput = true,
-        };
-        foreach (string argument in (string[])["-h", endPoint.Address.ToString(), "-p", Text(endPoint.Port), "-c", Text(Clients), "-n", Text(requests),
-                     "-P", Text(pipeline), "-t", Tests, "--csv"])
-        {
-            start.ArgumentList.Add(argument);
-        }
-
         long? before = ours is null ? null : (await ours.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
-        using Process process = Process.Start(start) ?? throw new InvalidOperationException("redis-benchmark did not start");
-        process.StandardInput.Close();
-        Task<string> output = process.StandardOutput.ReadToEndAsync();
-        string errors = await process.StandardError.ReadToEndAsync().ConfigureAwait(false);
-        await process.WaitForExitAsync().ConfigureAwait(false);
+        RedisBenchmark.Run run = await RedisBenchmark.RunAsync(benchmark, endPoint, Clients, requests, pipeline, Tests).ConfigureAwait(false);
         long? after = ours is null ? null : (await ours.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
-        string text = await output.ConfigureAwait(false);
-
-        List<Line> lines = [.. text.Split('\n').Select(Line.Parse).OfType<Line>()];
-        if (process.ExitCode != 0 || lines.Count == 0)
+        if (run.Failed)
         {
-            report.Fail($"resp: redis-benchmark against {endPoint} exited with {process.ExitCode}: {errors.Trim()} {text.Trim()}");
+            report.Fail($"resp: redis-benchmark against {endPoint} exited with {run.ExitCode}: {run.Output}");
             return null;
         }
 
-        long errorLines = (text + errors).Split('\n').LongCount(line => line.Contains("rror", StringComparison.Ordinal));
-        return new Run(lines, errorLines, after - before);
+        return new Run(run.Lines, run.Errors, after - before);
     }
-
-    private static string Text(int value) => value.ToString(CultureInfo.InvariantCulture);
-
-    private static double Median(IEnumerable<double> values)
-    {
-        double[] sorted = [.. values.Order()];
-        return sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[(sorted.Length / 2) - 1] + sorted[sorted.Length / 2]) / 2;
-    }
-
-    private static string? Which(string name)
-        => (Environment.GetEnvironmentVariable("PATH") ?? string.Empty).Split(Path.PathSeparator)
-            .Select(directory => Path.Combine(directory, name))
-            .FirstOrDefault(File.Exists);
 
     /// <summary>One redis-benchmark run: a line per test, the error replies it printed, what our server allocated.</summary>
-    private sealed record Run(List<Line> Lines, long Errors, long? ServerAllocated);
-
-    /// <summary>One CSV line of redis-benchmark 7: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
-    /// "p95_latency_ms","p99_latency_ms","max_latency_ms".</summary>
-    private sealed record Line(string Test, double RequestsPerSec, double P50Ms, double P99Ms)
-    {
-        public static Line? Parse(string text)
-        {
-            string[] fields = text.Trim().Split(',').Select(field => field.Trim('"')).ToArray();
-            return fields.Length >= 7 && double.TryParse(fields[1], NumberStyles.Float, CultureInfo.InvariantCulture, out double rps)
-                ? new Line(fields[0], rps, double.Parse(fields[4], CultureInfo.InvariantCulture), double.Parse(fields[6], CultureInfo.InvariantCulture))
-                : null;
-        }
-    }
-
-    /// <summary>Debian's redis-server on a free port of 127.0.0.1, with no persistence; disposing stops it.</summary>
-    private sealed class RedisServer : IDisposable
-    {
-        private readonly Process _process;
-
-        private RedisServer(Process process, IPEndPoint endPoint)
-        {
-            _process = process;
-            EndPoint = endPoint;
-        }
-
-        public IPEndPoint EndPoint { get; }
-
-        public static async Task<RedisServer> StartAsync(string program, string? cpus)
-        {
-            int port;
-            using (var probe = new TcpListener(IPAddress.Loopback, 0))
-            {
-                probe.Start();
-                port = ((IPEndPoint)probe.LocalEndpoint).Port;
-            }
-
-            string[] arguments = ["--port", Text(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no"];
-            var start = cpus is null ? new ProcessStartInfo(program, arguments) : new ProcessStartInfo("taskset", ["-c", cpus, program, .. arguments]);
-            start.RedirectStandardOutput = true;
-            start.RedirectStandardInput = true;
-            Process process = Process.Start(start) ?? throw new InvalidOperationException("redis-server did not start");
-            _ = process.StandardOutput.ReadToEndAsync();
-            var endPoint = new IPEndPoint(IPAddress.Loopback, port);
-            for (int attempt = 0; ; attempt++)
-            {
-                try
-                {
-                    using var client = new TcpClient();
-                    await client.ConnectAsync(endPoint).ConfigureAwait(false);
-                    s_log.Info("redis-server (pid {0}) listens on {1}", process.Id, endPoint);
-                    return new RedisServer(process, endPoint);
-                }
-                catch (SocketException) when (attempt < 100 && !process.HasExited)
-                {
-                    await Task.Delay(50).ConfigureAwait(false);
-                }
-            }
-        }
-
-        public void Dispose()
-        {
-            if (!_process.HasExited)
-            {
-                _process.Kill(entireProcessTree: true);
-                _process.WaitForExit(5000);
-            }
-
-            _process.Dispose();
-        }
-    }
+    private sealed record Run(IReadOnlyList<RequestFigures> Lines, long Errors, long? ServerAllocated);
 }

@@ -66,8 +66,8 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
             }
         }
 
-        SocketServerOptionsBinder.Bind(configuration.GetSection(TcpSection), new TcpEchoServerOptions());
-        SocketServerOptionsBinder.Bind(configuration.GetSection(UdpSection), new UdpEchoServerOptions());
+        OptionsBinder.Bind(configuration.GetSection(TcpSection), new TcpEchoServerOptions());
+        OptionsBinder.Bind(configuration.GetSection(UdpSection), new UdpEchoServerOptions());
 
         string servers = configuration[ServersKey]?.ToLowerInvariant() ?? "both";
         if (servers is not ("tcp" or "udp" or "both" or "resp"))
