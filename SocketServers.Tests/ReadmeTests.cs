@@ -30,6 +30,40 @@ public sealed class ReadmeTests
     }
 
     [Test]
+    public void Readme_PooledTcpClient_ShowsTheSampleClientAsCompiled()
+    {
+        string readme = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SocketServers.README.md"));
+        string sample = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "Samples", "RedisPing.cs.txt"));
+
+        Assert.That(readme, Does.Contain("## Pooled TCP client"));
+        Assert.That(readme, Does.Contain("```csharp\n" + sample + "```"));
+    }
+
+    // The README's pool, its health check included, against a real redis-server.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task RedisPing_PooledConnectionWithTheHealthCheck_AnswersPong(CancellationToken cancellationToken)
+    {
+        await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
+        int checks = 0;
+        using var pool = new TcpClientPool(new TcpClientPoolOptions
+        {
+            EndPoint = new DnsEndPoint("localhost", redis.EndPoint.Port),
+            Pool = new PoolLib.PoolOptions { MaxCapacity = 16, CreateTimeout = TimeSpan.FromSeconds(5), ValidateAfterIdle = TimeSpan.FromTicks(1) },
+            HealthCheck = async (connection, token) => Interlocked.Increment(ref checks) > 0 && await RedisPing.PingAsync(connection, token) == "+PONG",
+        });
+
+        for (int i = 0; i < 3; i++)
+        {
+            using PoolLib.PoolSlot<TcpClientConnection> slot = await pool.TakeSlotAsync(cancellationToken);
+            Assert.That(await RedisPing.PingAsync(slot.Object, cancellationToken), Is.EqualTo("+PONG"));
+        }
+
+        Assert.That(checks, Is.EqualTo(3), "each take checked the connection, idle for longer than a tick");
+        Assert.That(pool.TotalCount, Is.EqualTo(1));
+    }
+
+    [Test]
     [CancelAfter(10_000)]
     public async Task LookupDatagramHandler_LookupAwaits_ReplyIsWhatItWrote(CancellationToken cancellationToken)
     {
