@@ -59,6 +59,25 @@ public sealed partial class PoolTests
     }
 
     [Test]
+    public void Name_NotSetWithADefaultName_IsTheDefaultName()
+    {
+        using var pool = new DefaultNamedPool(new PoolOptions { MaxCapacity = 1 }, "connections@db:5432");
+        using var named = new DefaultNamedPool(new PoolOptions { MaxCapacity = 1, Name = "orders" }, "connections@db:5432");
+
+        Assert.That((pool.Name, named.Name), Is.EqualTo(("connections@db:5432", "orders")));
+    }
+
+    [TestCase(null)]
+    [TestCase("")]
+    [TestCase(" ")]
+    public void Constructor_BlankDefaultName_ThrowsNamingIt(string? defaultName)
+    {
+        var exception = Assert.Throws(Is.InstanceOf<ArgumentException>(), () => new DefaultNamedPool(new PoolOptions { MaxCapacity = 1 }, defaultName!));
+
+        Assert.That(((ArgumentException)exception!).ParamName, Is.EqualTo("defaultName"));
+    }
+
+    [Test]
     public void Constructor_OptionsChangedAfterwards_PoolKeepsWhatItRead()
     {
         var options = new PoolOptions { MaxCapacity = 2, Name = "first" };
@@ -168,5 +187,11 @@ public sealed partial class PoolTests
 
         AssertCounts(pool, total: 1, available: 1);
         Assert.That(pool.Created.Single().DisposeCount, Is.Zero);
+    }
+
+    /// <summary>A pool whose subclass names it, as one named after what it connects to would.</summary>
+    private sealed class DefaultNamedPool(PoolOptions options, string defaultName) : Pool<TrackedObject>(options, defaultName)
+    {
+        protected override TrackedObject ObjectConstructor() => new();
     }
 }

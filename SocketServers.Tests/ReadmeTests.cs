@@ -6,27 +6,57 @@ using Samples;
 namespace SocketServers.Tests;
 
 // The handlers SocketServers/README.md shows under "Your own protocol" are Samples/UppercaseHandler.cs and
-// Samples/LookupDatagramHandler.cs, run here.
+// Samples/LookupDatagramHandler.cs, and the client under "Pooled TCP client" is Samples/RedisPing.cs, run here.
 public sealed class ReadmeTests
 {
     [Test]
     public void Readme_YourOwnProtocol_ShowsTheSampleHandlerAsCompiled()
     {
-        string readme = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SocketServers.README.md"));
-        string sample = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "Samples", "UppercaseHandler.cs.txt"));
+        string readme = Readme();
+        string sample = Sample("UppercaseHandler.cs.txt");
 
         Assert.That(readme, Does.Contain("## Your own protocol"));
-        Assert.That(readme, Does.Contain("```csharp\n" + sample + "```"));
+        Assert.That(readme, Does.Contain(CodeBlock(sample)));
         Assert.That(sample.TrimEnd('\n').Split('\n'), Has.Length.LessThanOrEqualTo(40), "lines");
     }
 
     [Test]
     public void Readme_DeferredUdpReply_ShowsTheSampleHandlerAsCompiled()
     {
-        string readme = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SocketServers.README.md"));
-        string sample = File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "Samples", "LookupDatagramHandler.cs.txt"));
+        Assert.That(Readme(), Does.Contain(CodeBlock(Sample("LookupDatagramHandler.cs.txt"))));
+    }
 
-        Assert.That(readme, Does.Contain("```csharp\n" + sample + "```"));
+    [Test]
+    public void Readme_PooledTcpClient_ShowsTheSampleClientAsCompiled()
+    {
+        string readme = Readme();
+
+        Assert.That(readme, Does.Contain("## Pooled TCP client"));
+        Assert.That(readme, Does.Contain(CodeBlock(Sample("RedisPing.cs.txt"))));
+    }
+
+    // The README's pool, its health check included, against a real redis-server.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task RedisPing_PooledConnectionWithTheHealthCheck_AnswersPong(CancellationToken cancellationToken)
+    {
+        await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
+        int checks = 0;
+        using var pool = new TcpClientPool(new TcpClientPoolOptions
+        {
+            EndPoint = new DnsEndPoint("localhost", redis.EndPoint.Port),
+            Pool = new PoolLib.PoolOptions { MaxCapacity = 16, CreateTimeout = TimeSpan.FromSeconds(5), ValidateAfterIdle = TimeSpan.FromTicks(1) },
+            HealthCheck = async (connection, token) => Interlocked.Increment(ref checks) > 0 && await RedisPing.PingAsync(connection, token) == "+PONG",
+        });
+
+        for (int i = 0; i < 3; i++)
+        {
+            using PoolLib.PoolSlot<TcpClientConnection> slot = await pool.TakeSlotAsync(cancellationToken);
+            Assert.That(await RedisPing.PingAsync(slot.Object, cancellationToken), Is.EqualTo("+PONG"));
+        }
+
+        Assert.That(checks, Is.EqualTo(3), "each take checked the connection, idle for longer than a tick");
+        Assert.That(pool.TotalCount, Is.EqualTo(1));
     }
 
     [Test]
@@ -67,4 +97,10 @@ public sealed class ReadmeTests
 
         Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("2: WORLD\n"));
     }
+
+    private static string Readme() => File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SocketServers.README.md"));
+
+    private static string Sample(string file) => File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "Samples", file));
+
+    private static string CodeBlock(string code) => "```csharp\n" + code + "```";
 }

@@ -44,7 +44,7 @@ public sealed partial class TcpClientPoolTests
         Assert.That((notIdleLong, checkedAndHealthy), Is.EqualTo((first, first)));
         Assert.That(replaced, Is.Not.SameAs(first), "the connection that failed its check was closed");
         Assert.That(first.IsBroken, Is.True);
-        Assert.That(checks, Is.EqualTo(2), "a new connection is not checked");
+        Assert.That(checks, Is.EqualTo(2), "the new connection was idle for no time on the fake clock");
         Assert.That(pool.TotalCount, Is.EqualTo(1));
     }
 

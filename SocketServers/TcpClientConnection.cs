@@ -100,8 +100,9 @@ public sealed class TcpClientConnection : IDisposable
     /// the peer ends its stream.</summary>
     /// <param name="buffer">Where the bytes go.</param>
     /// <param name="cancellationToken">Cancels the receive; a receive cancelled in flight closes the connection.</param>
-    /// <returns>How many bytes were received; 0 when the peer has ended its stream (the connection is then broken), or
-    /// when <paramref name="buffer"/> is empty.</returns>
+    /// <returns>How many bytes were received; 0 when the peer has ended its stream (the connection is then broken). An
+    /// empty <paramref name="buffer"/> waits until there is something to read, reads nothing and returns 0: a wait that
+    /// holds no buffer.</returns>
     /// <exception cref="InvalidOperationException">Another receive on this connection is in flight.</exception>
     /// <exception cref="ObjectDisposedException">The connection is disposed.</exception>
     /// <exception cref="IOException">The receive failed (its <see cref="Exception.InnerException"/> is the
@@ -197,9 +198,13 @@ public sealed class TcpClientConnection : IDisposable
     [MethodImpl(MethodImplOptions.NoInlining)]
     private Exception Fail(bool isSend, SocketError error, Exception? thrown)
     {
-        Exception failure = thrown is not null && thrown is not ObjectDisposedException
-            ? thrown
-            : new IOException($"{(isSend ? "Sending to" : "Receiving from")} {RemoteEndPoint} failed: {error}.", new SocketException((int)error));
+        string operation = isSend ? "Sending to" : "Receiving from";
+        Exception failure = thrown switch
+        {
+            null => new IOException($"{operation} {RemoteEndPoint} failed: {error}.", new SocketException((int)error)),
+            ObjectDisposedException => new IOException($"{operation} {RemoteEndPoint} failed: its socket was closed.", thrown),
+            _ => thrown,
+        };
         if (Break(failure))
         {
             if (_pool.Logger.IsEnabled(LogLevel.Warning) && _pool.Warnings.TryAcquire(out long suppressed))
