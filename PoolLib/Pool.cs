@@ -20,9 +20,6 @@ namespace PoolLib;
 /// </remarks>
 public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWaiters<T>.ISupply where T : class
 {
-    // How often a synchronous taker retries, spinning and then yielding, before it queues (see TrySpinTake).
-    private const int SpinRoundsBeforeWaiting = 20;
-
     private readonly LockFreeSemaphore _allocationBudget;
     private readonly SlotRegistry<T> _registry = new();
     private readonly ThreadHintTable<T> _hints;
@@ -894,9 +891,9 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
                 return slot;
             }
 
-            if (deadline <= start || (served is null && TrySpinTake(deadline, out slot)))
+            if (deadline <= start)
             {
-                return slot;
+                return null;
             }
 
             TakeWaiters<T>.Waiter waiter = _waiters.Enqueue(this, start == 0 || served is not null ? Stopwatch.GetTimestamp() : start, NewDisposedException, served);
@@ -924,44 +921,6 @@ public abstract class Pool<T> : IDisposable, PoolMetrics.IObservedPool, TakeWait
 
             served = waiter;
         }
-    }
-
-    /// <summary>
-    /// Spins briefly, yielding the core after the first few rounds, and takes an object if one
-    /// turns up with no waiter queued. Only a thread that is about to block does this.
-    /// </summary>
-    /// <remarks>
-    /// Why: when takers outnumber cores, the objects are often held by threads that were preempted
-    /// mid-rental. Blocking then makes every later release a hand-over to a sleeping thread, and
-    /// new takers must queue behind it, so the pool runs at the rate of thread wake-ups (a convoy).
-    /// A spinner is not a waiter, and takes only when no waiter is queued, so fairness is kept.
-    /// </remarks>
-    private bool TrySpinTake(long deadline, [NotNullWhen(true)] out PoolSlot<T>? slot)
-    {
-        // SpinWait yields the core now and then, which may keep a thread off it past a deadline: a timed
-        // take only spins. An interrupt may end a yield, as it would any blocking take; nothing is held
-        // between rounds, so nothing is left behind.
-        bool endless = deadline == long.MaxValue;
-        var spinner = new SpinWait();
-        for (int i = 0; i < SpinRoundsBeforeWaiting && (endless || Stopwatch.GetTimestamp() < deadline); i++)
-        {
-            if (endless)
-            {
-                spinner.SpinOnce(sleep1Threshold: -1);
-            }
-            else
-            {
-                Thread.SpinWait(1 << Math.Min(i, 8));
-            }
-
-            if (TryTakeWithoutWaiting(out slot))
-            {
-                return true;
-            }
-        }
-
-        slot = null;
-        return false;
     }
 
     /// <summary>Any idle object, else a new one within the cap; never waits and never goes ahead of a waiter.</summary>
