@@ -142,6 +142,30 @@ public sealed partial class PoolTests
         Assert.That(pool.WaiterCount, Is.Zero);
     }
 
+    // A blocking taker takes its place in arrival order before it spins or yields: a blocking taker that comes after it
+    // waits behind it, and the one release is the first's.
+    [Test]
+    [CancelAfter(20_000)]
+    public void TakeSlot_SecondBlockingTakerArrivesWhileTheFirstWaits_IsServedSecond(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        var first = Task.Factory.StartNew(pool.TakeSlot, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        WaitUntilWaiting(pool, 1);
+        var second = Task.Factory.StartNew(pool.TakeSlot, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        WaitUntilWaiting(pool, 2);
+
+        pool.Release(held);
+
+        Assert.That(first.Wait(s_waitBound, cancellationToken), Is.True);
+        Assert.That(first.Result, Is.SameAs(held));
+        Assert.That(second.IsCompleted, Is.False, "the later taker must not get the object ahead of the earlier one");
+        pool.Release(first.Result);
+        Assert.That(second.Wait(s_waitBound, cancellationToken), Is.True);
+        Assert.That(second.Result, Is.SameAs(held));
+        Assert.That(pool.WaiterCount, Is.Zero);
+    }
+
     [Test]
     [CancelAfter(20_000)]
     public async Task Release_HalfOfFiftyWaitersCancelled_ServesEveryOtherAndCountsStayExact(CancellationToken cancellationToken)
