@@ -71,7 +71,7 @@ internal static class PoolMetrics
 
     // A listener's callback runs inside Add and Record, in the middle of a take, release or discard:
     // an exception from it is dropped there, so that a failing observer never costs an object or a
-    // place under the cap.
+    // unit of the cap.
 
     public static void Created(string poolName) => Add(s_instruments.Current?.Created, poolName);
 

@@ -52,11 +52,11 @@ internal sealed class SlotClaims<T> where T : class
     /// <summary>
     /// Calls <see cref="Pool{T}.Validate"/> for an idle slot the calling thread has claimed; discards it if it is refused or
     /// throws. False too if maintenance took the rental back as abandoned meanwhile (a validation that outlasted
-    /// <see cref="PoolOptions.AbandonedRentalTimeout"/>): the object is gone, and its place under the cap with it.
+    /// <see cref="PoolOptions.AbandonedRentalTimeout"/>): the object is gone, and its unit of the cap with it.
     /// </summary>
     /// <param name="slot">The slot claimed.</param>
-    /// <param name="keepUnit">Whether a refused object's place under the cap stays with the caller (see <see cref="TryAccept"/>).</param>
-    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless taken back.</param>
+    /// <param name="keepUnit">Whether a refused object's unit of the cap stays with the caller (see <see cref="TryAccept"/>).</param>
+    /// <param name="unitKept">Whether the caller holds a unit of the cap after a refusal: as asked, unless taken back.</param>
     public bool IsValidOrDiscarded(PoolSlot<T> slot, bool keepUnit, out bool unitKept)
     {
         unitKept = false;
@@ -95,10 +95,10 @@ internal sealed class SlotClaims<T> where T : class
     /// <param name="hints">The calling thread's hints.</param>
     /// <param name="hinted">Whether the slot came from those hints, so needs no new one.</param>
     /// <param name="keepUnit">
-    /// Whether a refused object's place under the cap stays with the caller, who makes a new object
+    /// Whether a refused object's unit of the cap stays with the caller, who makes a new object
     /// with it (a waiter that was handed the object), instead of going back to the pool.
     /// </param>
-    /// <param name="unitKept">Whether the caller holds a place under the cap after a refusal: as asked, unless
+    /// <param name="unitKept">Whether the caller holds a unit of the cap after a refusal: as asked, unless
     /// maintenance took the rental back meanwhile.</param>
     public bool TryAccept(PoolSlot<T> slot, ThreadHints<T> hints, bool hinted, bool keepUnit, out bool unitKept)
     {

@@ -200,7 +200,7 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
             return null;
         }
 
-        // Refused (retired or invalid): its place under the cap stayed with this taker, which makes a new object with it.
+        // Refused (retired or invalid): its unit of the cap stayed with this taker, which makes a new object with it.
         if (_pool.Waiters.IsDisposed)
         {
             ReturnUnit();
