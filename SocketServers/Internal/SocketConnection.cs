@@ -227,6 +227,34 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// client a reply, so the connection is neither idle nor slow.</summary>
     public bool IsHandlerAtWork => Volatile.Read(ref _inHandlerCall) == 1 && Volatile.Read(ref _sending) == 0;
 
+    /// <summary>
+    /// Sweep only: whether input has arrived that the loop has not read yet while nothing holds it up but its turn (a
+    /// connection not served yet, or whose wake-up waits for a core, as in a burst): the server owes the client a reply,
+    /// so the connection is neither idle nor slow. A send waiting for the client to read, or a close under way, is not
+    /// such a hold-up: input behind it is not read anyway, and a client that never reads cannot shield itself by
+    /// sending. One ioctl (FIONREAD), asked only of a connection about to be closed.
+    /// </summary>
+    public bool HasUnreadInput
+    {
+        get
+        {
+            if (Volatile.Read(ref _sending) == 1 || IsClosing)
+            {
+                return false;
+            }
+
+            try
+            {
+                return _socket.Available > 0;
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                // Closed meanwhile: nothing waits.
+                return false;
+            }
+        }
+    }
+
     /// <summary>Sweep only: whether the connection receives and sends less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
     public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
