@@ -1,6 +1,5 @@
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Time.Testing;
@@ -28,20 +27,11 @@ public sealed class IdleAndSlowConnectionSweepTests
         (Socket unreadClient, SocketConnection unread) = await test.AcceptAsync(cancellationToken);
         time.Advance(TimeSpan.FromMilliseconds(1));
         (Socket quietClient, SocketConnection quiet) = await test.AcceptAsync(cancellationToken);
-        await unreadClient.SendAllAsync("PING\r\n"u8.ToArray(), cancellationToken);
-        await Poll.UntilAsync(() => test.UnreadBytes(unread) == 6, cancellationToken);
-        var sweeps = new StrongBox<int>();
-        var sweep = new IdleAndSlowConnectionSweep(Timeout.InfiniteTimeSpan, minDataRate: 1024, s_window, () => Interlocked.Increment(ref sweeps.Value), time, test.Owner.Clock);
-        sweep.Add(unread);
-        sweep.Add(quiet);
-        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        await test.SendUnreadRequestAsync(unreadClient, unread, cancellationToken);
 
         // One client waits. The first sweep, an eighth of the window in, judges both connections slow (they have read
         // nothing) and evicts one.
-        Task sweeping = sweep.RunAsync(waitingClients: () => 1, stop.Token);
-        await SweepAsync(time, s_window / 8, sweeps, count: 1, cancellationToken);
-        await stop.CancelAsync();
-        await sweeping;
+        await SweepAsync(test, new SweepSettings(Timeout.InfiniteTimeSpan, MinDataRate: 1024, WaitingClients: 1, s_window / 8, Count: 1), cancellationToken);
 
         Assert.That(unread.IsClosing, Is.False, "the connection whose request waits to be read is kept");
         Assert.That(quiet.IsClosing, Is.True, "the quiet connection with no input is evicted instead");
@@ -52,44 +42,45 @@ public sealed class IdleAndSlowConnectionSweepTests
     [CancelAfter(10_000)]
     public async Task RunAsync_IdleConnectionHasAnUnreadRequest_KeepsItAndClosesTheIdleOneWithNoInput(CancellationToken cancellationToken)
     {
-        var time = new FakeTimeProvider();
-        using var test = new Connections(time);
+        using var test = new Connections(new FakeTimeProvider());
         (Socket unreadClient, SocketConnection unread) = await test.AcceptAsync(cancellationToken);
         (Socket idleClient, SocketConnection idle) = await test.AcceptAsync(cancellationToken);
-        await unreadClient.SendAllAsync("PING\r\n"u8.ToArray(), cancellationToken);
-        await Poll.UntilAsync(() => test.UnreadBytes(unread) == 6, cancellationToken);
-        var sweeps = new StrongBox<int>();
-        TimeSpan idleTimeout = TimeSpan.FromSeconds(1);
-        var sweep = new IdleAndSlowConnectionSweep(idleTimeout, minDataRate: 0, s_window, () => Interlocked.Increment(ref sweeps.Value), time, test.Owner.Clock);
-        sweep.Add(unread);
-        sweep.Add(idle);
-        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        await test.SendUnreadRequestAsync(unreadClient, unread, cancellationToken);
 
         // A sweep every quarter of the idle timeout: the fourth comes at the timeout.
-        Task sweeping = sweep.RunAsync(waitingClients: () => 0, stop.Token);
-        await SweepAsync(time, idleTimeout / 4, sweeps, count: 4, cancellationToken);
-        await stop.CancelAsync();
-        await sweeping;
+        TimeSpan idleTimeout = TimeSpan.FromSeconds(1);
+        await SweepAsync(test, new SweepSettings(idleTimeout, MinDataRate: 0, WaitingClients: 0, idleTimeout / 4, Count: 4), cancellationToken);
 
         Assert.That(unread.IsClosing, Is.False, "the connection whose request waits to be read is not idle");
         Assert.That(idle.IsClosing, Is.True);
         Assert.That(await idleClient.ReadEndAsync(cancellationToken), Is.Zero);
     }
 
-    /// <summary>Moves the clock one <paramref name="period"/> at a time for <paramref name="count"/> sweeps, and one more,
-    /// whose start shows the last of them over.</summary>
-    private static async Task SweepAsync(FakeTimeProvider time, TimeSpan period, StrongBox<int> sweeps, int count, CancellationToken cancellationToken)
+    /// <summary>Runs a sweep over the test's connections: moves the clock one period at a time for as many sweeps as
+    /// <paramref name="settings"/> say, and one more, whose start shows the last of them over; then stops it.</summary>
+    private static async Task SweepAsync(Connections test, SweepSettings settings, CancellationToken cancellationToken)
     {
-        for (int begun = 1; begun <= count + 1; begun++)
+        int sweeps = 0;
+        var sweep = new IdleAndSlowConnectionSweep(settings.IdleTimeout, settings.MinDataRate, s_window, () => Interlocked.Increment(ref sweeps), test.Time, test.Owner.Clock);
+        test.AddTo(sweep);
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        Task sweeping = sweep.RunAsync(() => settings.WaitingClients, stop.Token);
+        for (int begun = 1; begun <= settings.Count + 1; begun++)
         {
-            time.Advance(period);
-            await Poll.UntilAsync(() => Volatile.Read(ref sweeps.Value) == begun, cancellationToken);
+            test.Time.Advance(settings.Period);
+            await Poll.UntilAsync(() => Volatile.Read(ref sweeps) == begun, cancellationToken);
         }
+
+        await stop.CancelAsync();
+        await sweeping;
     }
+
+    /// <summary>The sweep's settings, how many clients it is told wait, its period and how many sweeps to run.</summary>
+    private sealed record SweepSettings(TimeSpan IdleTimeout, int MinDataRate, int WaitingClients, TimeSpan Period, int Count);
 
     /// <summary>Connections accepted from a listener of the test's own, whose loops never run: the server's side never
     /// reads.</summary>
-    private sealed class Connections(TimeProvider time) : IDisposable
+    private sealed class Connections(FakeTimeProvider time) : IDisposable
     {
         private readonly Socket _listener = Listen();
         private readonly SocketArgsPool _args = new(bufferSize: 0, maxCapacity: 8);
@@ -97,6 +88,8 @@ public sealed class IdleAndSlowConnectionSweepTests
         private readonly Dictionary<SocketConnection, Socket> _accepted = [];
 
         public Owner Owner { get; } = new(time);
+
+        public FakeTimeProvider Time => time;
 
         public async Task<(Socket Client, SocketConnection Connection)> AcceptAsync(CancellationToken cancellationToken)
         {
@@ -110,8 +103,20 @@ public sealed class IdleAndSlowConnectionSweepTests
             return (client, connection);
         }
 
-        /// <summary>Gets the bytes that have arrived on the server's side of <paramref name="connection"/>.</summary>
-        public int UnreadBytes(SocketConnection connection) => _accepted[connection].Available;
+        /// <summary>Sends a PING, and waits until it has arrived on the server's side, where nothing reads it.</summary>
+        public async Task SendUnreadRequestAsync(Socket client, SocketConnection connection, CancellationToken cancellationToken)
+        {
+            await client.SendAllAsync("PING\r\n"u8.ToArray(), cancellationToken);
+            await Poll.UntilAsync(() => _accepted[connection].Available == 6, cancellationToken);
+        }
+
+        public void AddTo(IdleAndSlowConnectionSweep sweep)
+        {
+            foreach (SocketConnection connection in _accepted.Keys)
+            {
+                sweep.Add(connection);
+            }
+        }
 
         public void Dispose()
         {
