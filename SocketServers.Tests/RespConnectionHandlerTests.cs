@@ -217,6 +217,74 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("+OK\r\n"));
     }
 
+    // A client the server has closed holds its slot only for the linger, then is reset, as Redis resets it at once. It
+    // held the slot until the idle timeout: at the cap, two clients that quit and stayed silent kept a new client's
+    // PING unanswered for 20 s.
+    [TestCase("*1\r\n$4\r\nQUIT\r\n", "+OK\r\n", TestName = "Close_ClientsQuitAndStaySilentAtTheCap_NewClientServedAndTheyAreReset")]
+    [TestCase("*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n", TestName = "Close_ClientsSendBadInputAndStaySilentAtTheCap_NewClientServedAndTheyAreReset")]
+    [CancelAfter(20_000)]
+    public async Task Close_ClientsStaySilentAtTheCap_NewClientServedAndTheyAreReset(string request, string reply, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => (options.MaxConnections, options.IdleTimeout) = (2, Timeout.InfiniteTimeSpan), cancellationToken);
+        var closed = new List<LineClient>();
+        try
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                closed.Add(await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken));
+                await closed[i].SendAsync(request, cancellationToken);
+                Assert.That(await ReadAsync(closed[i], reply.Length, cancellationToken), Is.EqualTo(reply));
+            }
+
+            using LineClient next = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+            await next.SendAsync(Command("PING"), cancellationToken);
+
+            Assert.That(
+                await SocketTestExtensions.WithinAsync(token => ReadAsync(next, 7, token), "the new client's PING answered while the closed clients, silent, are connected", cancellationToken),
+                Is.EqualTo("+PONG\r\n"));
+            foreach (LineClient client in closed)
+            {
+                await AssertResetAsync(client.Socket, cancellationToken);
+            }
+        }
+        finally
+        {
+            closed.ForEach(client => client.Dispose());
+        }
+    }
+
+    // Two clients that quit and kept sending had 45.5 GB read and dropped in 50 s, and held their slots meanwhile.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Close_ClientsQuitAndKeepSendingAtTheCap_NewClientServedAndTheyAreReset(CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(options => (options.MaxConnections, options.IdleTimeout) = (2, Timeout.InfiniteTimeSpan), cancellationToken);
+        var closed = new List<LineClient>();
+        try
+        {
+            var sending = new List<Task<SocketError>>();
+            for (int i = 0; i < 2; i++)
+            {
+                closed.Add(await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken));
+                await closed[i].SendAsync(Command("QUIT"), cancellationToken);
+                Assert.That(await ReadAsync(closed[i], 5, cancellationToken), Is.EqualTo("+OK\r\n"));
+                sending.Add(closed[i].Socket.SendUntilFailedAsync(cancellationToken));
+            }
+
+            using LineClient next = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+            await next.SendAsync(Command("PING"), cancellationToken);
+
+            Assert.That(
+                await SocketTestExtensions.WithinAsync(token => ReadAsync(next, 7, token), "the new client's PING answered while the closed clients keep sending", cancellationToken),
+                Is.EqualTo("+PONG\r\n"));
+            Assert.That(await Task.WhenAll(sending), Has.All.EqualTo(SocketError.ConnectionReset).Or.EqualTo(SocketError.Shutdown));
+        }
+        finally
+        {
+            closed.ForEach(client => client.Dispose());
+        }
+    }
+
     // Bad input: an error reply, then the close, since where the next request would start is unknown.
     [TestCase("*1\r\n$2000\r\n", "invalid bulk length", TestName = "BadInput_BulkLengthOverTheLimit_ErrorThenClose")]
     [TestCase("*1\r\n$-5\r\n", "invalid bulk length", TestName = "BadInput_NegativeBulkLength_ErrorThenClose")]
@@ -320,9 +388,19 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(await ReadAsync(client, 7, cancellationToken), Is.EqualTo("+PONG\r\n"));
     }
 
-    private static async Task<TcpServer> StartAsync(CancellationToken cancellationToken)
+    /// <summary>Asserts that the server reset the connection: after its end of stream, a send fails.</summary>
+    private static async Task AssertResetAsync(Socket client, CancellationToken cancellationToken)
+    {
+        Assert.That(await client.ReadEndAsync(cancellationToken), Is.Zero);
+        Assert.That(await client.SendUntilFailedAsync(cancellationToken), Is.EqualTo(SocketError.ConnectionReset).Or.EqualTo(SocketError.Shutdown));
+    }
+
+    private static Task<TcpServer> StartAsync(CancellationToken cancellationToken) => StartAsync(configure: null, cancellationToken);
+
+    private static async Task<TcpServer> StartAsync(Action<TcpServerOptions>? configure, CancellationToken cancellationToken)
     {
         var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0, BufferSize = BufferSize };
+        configure?.Invoke(options);
         return await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(BufferSize)), cancellationToken);
     }
 }

@@ -119,6 +119,24 @@ internal static class SocketTestExtensions
         }
     }
 
+    /// <summary>Sends until a send fails, as one does once the server has reset the connection.</summary>
+    /// <returns>The send's error.</returns>
+    public static async Task<SocketError> SendUntilFailedAsync(this Socket client, CancellationToken cancellationToken)
+    {
+        byte[] chunk = new byte[16 * 1024];
+        try
+        {
+            while (true)
+            {
+                await client.SendAsync(chunk, SocketFlags.None, cancellationToken);
+            }
+        }
+        catch (SocketException ex)
+        {
+            return ex.SocketErrorCode;
+        }
+    }
+
     /// <summary>What <paramref name="operation"/> returns; the test fails, instead of waiting for its own time limit,
     /// if that takes longer than <see cref="UdpEchoTesting.EchoTimeout"/>: for what a broken server would never do.</summary>
     /// <param name="operation">The wait, given a token cancelled when the time is up.</param>

@@ -6,7 +6,8 @@ namespace SocketServers.Internal;
 /// A TCP server's open connections, and the one periodic sweep over them: it closes connections idle for
 /// <see cref="TcpServerOptions.IdleTimeout"/>, and, while every connection is taken and clients wait in the
 /// backlog, evicts as many of the quietest of those below <see cref="TcpServerOptions.MinDataRate"/> as clients
-/// wait. No timer per connection, and nothing per message but a timestamp and a byte count.
+/// wait. Neither closes a connection whose input has arrived and waits to be read. No timer per connection, and nothing
+/// per message but a timestamp and a byte count.
 /// </summary>
 /// <remarks>Thread safety: <see cref="Add"/>, <see cref="Remove"/> and <see cref="ForEach"/> may be called from any
 /// thread; <see cref="RunAsync"/> runs once at a time, and alone reads and moves each connection's rate window.</remarks>
@@ -122,7 +123,10 @@ internal sealed class IdleAndSlowConnectionSweep
             long lastActivity = connection.LastActivity;
             if (now - lastActivity >= timeoutMs)
             {
-                connection.CloseIdle();
+                if (!connection.HasUnreadInput)
+                {
+                    connection.CloseIdle();
+                }
             }
             else if (_minDataRate > 0 && connection.IsSlow(now, windowMs, _minDataRate, judgedAfterMs) && !connection.IsClosing)
             {
@@ -131,7 +135,9 @@ internal sealed class IdleAndSlowConnectionSweep
         }
     }
 
-    /// <summary>Evicts the <paramref name="count"/> slow connections quiet longest (all, if fewer are slow).</summary>
+    /// <summary>Evicts the <paramref name="count"/> slow connections quiet longest (all, if fewer are slow), passing over
+    /// those whose input has arrived unread: a connection the server has not served yet has read nothing and looks the
+    /// quietest, though its request is there.</summary>
     private void EvictQuietest(int count)
     {
         if (count < _slow.Count)
@@ -139,9 +145,14 @@ internal sealed class IdleAndSlowConnectionSweep
             _slow.Sort(static (a, b) => a.LastActivity.CompareTo(b.LastActivity));
         }
 
-        for (int i = 0; i < Math.Min(count, _slow.Count); i++)
+        for (int i = 0, evicted = 0; i < _slow.Count && evicted < count; i++)
         {
-            _slow[i].Connection.Evict();
+            SocketConnection connection = _slow[i].Connection;
+            if (!connection.HasUnreadInput)
+            {
+                connection.Evict();
+                evicted++;
+            }
         }
     }
 }

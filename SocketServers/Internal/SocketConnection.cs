@@ -13,9 +13,12 @@ namespace SocketServers.Internal;
 /// The loop owns the socket, the args and the buffers; other threads (the idle sweep, the stop, a handler's
 /// <see cref="Close"/>) only shut the socket down or dispose it, which makes a pending operation complete. The args goes
 /// back to the pool only after the loop has seen its last operation complete. A graceful end (a stop, or the handler's
-/// close) reads nothing more, sends what was written, ends the stream, then drops what the client still sends until it
-/// closes: closing with unread input would reset the connection and destroy replies not read yet. Who ends the stream
-/// is decided by the handshake on <see cref="_phase"/>, stated at that field.
+/// close) reads nothing more, sends what was written and ends the stream. On a stop the loop then drops what the client
+/// still sends until it closes (or the grace period ends): closing with unread input would reset the connection and
+/// destroy replies not read yet. After the handler's close it lingers instead (see <see cref="LingerAsync"/>): it reads
+/// nothing, waits at most <see cref="s_linger"/> for the client to close, then resets the connection, so that a client
+/// the server is done with holds its slot no longer than that. Who ends the stream is decided by the handshake on
+/// <see cref="_phase"/>, stated at that field.
 /// </remarks>
 internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 {
@@ -25,6 +28,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private const int Aborted = 3;
     private const int Evicted = 4;
     private const int HandlerClose = 5;
+
+    // How long a connection the handler closed waits for the client to close before the server resets it: ample for the
+    // last reply to reach the client, short enough that such connections cannot keep clients waiting for a slot.
+    private static readonly TimeSpan s_linger = TimeSpan.FromSeconds(1);
 
     // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
     // rate as it goes, not only once all of it is sent.
@@ -110,6 +117,11 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     // Set once the loop is over; writes then throw.
     private bool _closed;
+
+    // The linger's end: made, by whichever side ends the stream after the handler's close (the loop, or RequestEnd on
+    // the closing thread), or by the loop that finds it missing, and published once; its cancellation resets the
+    // socket. Disposed by Finish; one published after that is left to its timer, whose reset then meets a closed socket.
+    private CancellationTokenSource? _lingerEnd;
 
     // Made when a handler first asks for ConnectionClosed, published with a full fence; cancelled by whichever of the
     // cut-off (or close) and the publication comes second, as each reads the other after its own write.
@@ -227,6 +239,34 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// client a reply, so the connection is neither idle nor slow.</summary>
     public bool IsHandlerAtWork => Volatile.Read(ref _inHandlerCall) == 1 && Volatile.Read(ref _sending) == 0;
 
+    /// <summary>
+    /// Sweep only: whether input has arrived that the loop has not read yet while nothing holds it up but its turn (a
+    /// connection not served yet, or whose wake-up waits for a core, as in a burst): the server owes the client a reply,
+    /// so the connection is neither idle nor slow. A send waiting for the client to read, or a close under way, is not
+    /// such a hold-up: input behind it is not read anyway, and a client that never reads cannot shield itself by
+    /// sending. One ioctl (FIONREAD), asked only of a connection about to be closed.
+    /// </summary>
+    public bool HasUnreadInput
+    {
+        get
+        {
+            if (Volatile.Read(ref _sending) == 1 || IsClosing)
+            {
+                return false;
+            }
+
+            try
+            {
+                return _socket.Available > 0;
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                // Closed meanwhile: nothing waits.
+                return false;
+            }
+        }
+    }
+
     /// <summary>Sweep only: whether the connection receives and sends less than <paramref name="minDataRate"/> bytes a second
     /// (see <see cref="DataRateWindow.IsSlow"/>).</summary>
     public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs)
@@ -292,9 +332,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
         if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
         {
-            // The loop waits for data and owes nothing: end the stream now. The client's close, or its next
-            // data, wakes the loop, which then discards what comes.
-            Shutdown(SocketShutdown.Send);
+            // The loop waits for data and owes nothing: end the stream now. The client's close, or its next data,
+            // wakes the loop, which then discards what comes (a stop) or lingers (a close), and so does the linger's end.
+            EndStream();
         }
         else if (Volatile.Read(ref _waitingWithPartial) == 1)
         {
@@ -511,7 +551,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
                 ReleaseReceiveBuffer();
                 if (!EnterWaiting())
                 {
-                    return await DiscardUntilEndAsync().ConfigureAwait(false);
+                    return await AfterStreamEndedAsync().ConfigureAwait(false);
                 }
             }
 
@@ -537,7 +577,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             if (!partial && Interlocked.CompareExchange(ref _phase, Handling, Waiting) != Waiting)
             {
                 // A close request ended the stream while this waited: what came since is not owed.
-                return await DiscardUntilEndAsync().ConfigureAwait(false);
+                return await AfterStreamEndedAsync().ConfigureAwait(false);
             }
 
             var (open, error) = await HandleWhileDataAsync().ConfigureAwait(false);
@@ -585,7 +625,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
         if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
         {
-            Shutdown(SocketShutdown.Send);
+            EndStream();
         }
 
         return false;
@@ -611,8 +651,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             return error;
         }
 
-        Shutdown(SocketShutdown.Send);
-        return await DiscardUntilEndAsync().ConfigureAwait(false);
+        EndStream();
+        return await AfterStreamEndedAsync().ConfigureAwait(false);
     }
 
     /// <summary>
@@ -700,8 +740,116 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         return (true, SocketError.Success);
     }
 
-    /// <summary>After the stream has ended: reads and drops what the client still sends, until it closes (or the end of
-    /// the grace period, or the idle sweep, closes the socket).</summary>
+    /// <summary>Ends the stream after what was sent; after the handler's close, the linger begins.</summary>
+    private void EndStream()
+    {
+        Shutdown(SocketShutdown.Send);
+        if (Volatile.Read(ref _closeRequest) == HandlerClose)
+        {
+            _ = LingerEnd();
+        }
+    }
+
+    /// <summary>The stream has ended: on a stop, drops what the client still sends; after the handler's close, lingers.</summary>
+    private Task<SocketError> AfterStreamEndedAsync()
+        => Volatile.Read(ref _closeRequest) == StopRequested ? DiscardUntilEndAsync() : LingerAsync();
+
+    /// <summary>Gets the linger's end, made now (its timer started) if nobody has made it yet.</summary>
+    private CancellationTokenSource LingerEnd()
+    {
+        if (Volatile.Read(ref _lingerEnd) is { } published)
+        {
+            return published;
+        }
+
+        // Armed before it is published: once published, Finish may dispose it.
+        var lingerEnd = new CancellationTokenSource();
+        lingerEnd.Token.UnsafeRegister(static connection => ((SocketConnection)connection!).Reset(), this);
+        lingerEnd.CancelAfter(s_linger);
+        if (Interlocked.CompareExchange(ref _lingerEnd, lingerEnd, null) is { } other)
+        {
+            lingerEnd.Dispose();
+            return other;
+        }
+
+        return lingerEnd;
+    }
+
+    /// <summary>
+    /// After the handler's close has ended the stream: reads nothing more (so holds no buffer) and waits for the
+    /// client's close, at most until the linger's end resets the connection; the client has its last reply by then.
+    /// </summary>
+    /// <returns><see cref="SocketError.Success"/> at the client's end of stream, <see cref="SocketError.TimedOut"/> when
+    /// the linger's end reset the connection, else the error.</returns>
+    /// <remarks>
+    /// The args goes home only once no operation is pending on it: the loop waits with a zero-byte receive on it, which
+    /// the client's close or data completes, and which the reset at the linger's end (a closed socket) completes with
+    /// an error. Once the client has sent data instead, the loop waits for the linger's end with no receive at all,
+    /// since one would complete at once for data that is never read.
+    /// </remarks>
+    private async Task<SocketError> LingerAsync()
+    {
+        CancellationTokenSource lingerEnd = LingerEnd();
+        try
+        {
+            while (true)
+            {
+                _args.SetBuffer(null, 0, 0);
+                await _args.ReceiveAsync(_socket).ConfigureAwait(false);
+                if (_args.SocketError != SocketError.Success)
+                {
+                    return lingerEnd.IsCancellationRequested ? SocketError.TimedOut : _args.SocketError;
+                }
+
+                int peeked = PeekInput(out SocketError error);
+                if (error == SocketError.WouldBlock)
+                {
+                    // Readiness that was stale: wait again.
+                    continue;
+                }
+
+                if (error != SocketError.Success || peeked == 0)
+                {
+                    // The client's close (or reset): the end of a graceful close.
+                    return error;
+                }
+
+                await Task.Delay(Timeout.Infinite, lingerEnd.Token).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+                Reset();
+                return SocketError.TimedOut;
+            }
+        }
+        catch (ObjectDisposedException) when (lingerEnd.IsCancellationRequested)
+        {
+            // The linger's end closed the socket before a receive began on it.
+            return SocketError.TimedOut;
+        }
+    }
+
+    /// <summary>Whether input waits, without taking it: 1 if it does, 0 at the client's end of stream.</summary>
+    private int PeekInput(out SocketError error)
+    {
+        Span<byte> first = stackalloc byte[1];
+        return _socket.Receive(first, SocketFlags.Peek, out error);
+    }
+
+    /// <summary>Closes the socket with a reset, not an end of stream: what the kernel still holds to send is dropped.</summary>
+    private void Reset()
+    {
+        try
+        {
+            _socket.LingerState = new LingerOption(enable: true, seconds: 0);
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Closed meanwhile: nothing left to reset.
+        }
+
+        _socket.Dispose();
+    }
+
+    /// <summary>After the stream has ended on a stop: reads and drops what the client still sends, until it closes (or
+    /// the end of the grace period, or the idle sweep, closes the socket).</summary>
     /// <returns><see cref="SocketError.Success"/> at the client's end of stream, else the error.</returns>
     private async Task<SocketError> DiscardUntilEndAsync()
     {
@@ -761,6 +909,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             Volatile.Write(ref _closed, true);
             Interlocked.MemoryBarrier();
             CancelConnectionClosed();
+            Volatile.Read(ref _lingerEnd)?.Dispose();
             _directLength = 0;
             _socket.Dispose();
             ReleaseReceiveBuffer();
@@ -820,6 +969,10 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             {
                 _owner.Logger.ConnectionAborted(_id, _remoteEndPoint);
             }
+            else if (request == HandlerClose && error == SocketError.TimedOut)
+            {
+                _owner.Logger.ConnectionLingerReset(_id, _remoteEndPoint);
+            }
             else if (error is SocketError.ConnectionReset or SocketError.ConnectionAborted or SocketError.Shutdown
                 or SocketError.OperationAborted or SocketError.TimedOut or SocketError.NotConnected)
             {
@@ -856,16 +1009,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     {
         if (Volatile.Read(ref _sending) == 1 || Volatile.Read(ref _inHandlerCall) == 1)
         {
-            try
-            {
-                _socket.LingerState = new LingerOption(enable: true, seconds: 0);
-            }
-            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
-            {
-                // Closed meanwhile: nothing left to reset.
-            }
-
-            _socket.Dispose();
+            Reset();
         }
         else
         {

@@ -64,6 +64,9 @@ internal static partial class SocketServerLog
     [LoggerMessage(19, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} lost: {SocketError}")]
     public static partial void ConnectionLost(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError);
 
+    [LoggerMessage(57, LogLevel.Debug, "TCP connection {ConnectionId} from {RemoteEndPoint} reset: closed by its handler, and not by the client within the linger")]
+    public static partial void ConnectionLingerReset(this ILogger logger, long connectionId, EndPoint? remoteEndPoint);
+
     [LoggerMessage(20, LogLevel.Warning, "TCP connection {ConnectionId} from {RemoteEndPoint} failed: {SocketError}{Suppressed}")]
     public static partial void ConnectionSocketFailed(this ILogger logger, long connectionId, EndPoint? remoteEndPoint, SocketError socketError, string suppressed);
 
