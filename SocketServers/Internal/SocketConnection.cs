@@ -14,7 +14,8 @@ namespace SocketServers.Internal;
 /// <see cref="Close"/>) only shut the socket down or dispose it, which makes a pending operation complete. The args goes
 /// back to the pool only after the loop has seen its last operation complete. A graceful end (a stop, or the handler's
 /// close) reads nothing more, sends what was written, ends the stream, then drops what the client still sends until it
-/// closes: closing with unread input would reset the connection and destroy replies not read yet. Who ends the stream
+/// closes: closing with unread input would reset the connection and destroy replies not read yet (a stop closes a quiet
+/// connection at once instead, see <see cref="QuietBeforeStopMs"/>). Who ends the stream
 /// is decided by the handshake on <see cref="_phase"/>, stated at that field.
 /// </remarks>
 internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
@@ -25,6 +26,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private const int Aborted = 3;
     private const int Evicted = 4;
     private const int HandlerClose = 5;
+
+    // How long a connection waiting for data must have been quiet (nothing received, sent or handled) for a stop to close
+    // it at once. Such a client, an idle nc, is not in the middle of sending, and has had time to read what it was sent,
+    // so closing cannot reset replies it has yet to read; nor does it hold the stop until its grace period ends. A client
+    // active more recently may be between two writes of a stream: it gets end of stream and the grace period to close.
+    private const long QuietBeforeStopMs = 1000;
 
     // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
     // rate as it goes, not only once all of it is sent.
@@ -186,7 +193,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public void Execute() => _ = RunAsync();
 
     /// <summary>Stop: nothing more is read; what was read is still handled and sent, then the stream ends and the
-    /// connection closes when the client does (or when the grace period ends).</summary>
+    /// connection closes when the client does (or when the grace period ends); one that waits for data owing nothing,
+    /// quiet for a second with nothing unread, closes at once.</summary>
     public void StopGracefully() => RequestEnd(StopRequested);
 
     /// <inheritdoc/>
@@ -294,12 +302,30 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         {
             // The loop waits for data and owes nothing: end the stream now. The client's close, or its next
             // data, wakes the loop, which then discards what comes.
-            Shutdown(SocketShutdown.Send);
+            EndWaitingStream(request);
         }
         else if (Volatile.Read(ref _waitingWithPartial) == 1)
         {
             // It waits for the rest of a message: wake it, and it ends the stream after the handler's last word.
             Volatile.Read(ref _partialWait)!.Cancel();
+        }
+    }
+
+    /// <summary>Ends the stream of a connection that waits for data owing nothing; on a stop, one that is quiet has its
+    /// receive side shut too, which wakes the loop to close it as at the client's end of stream.</summary>
+    private void EndWaitingStream(int request) => Shutdown(request == StopRequested && IsQuiet() ? SocketShutdown.Both : SocketShutdown.Send);
+
+    /// <summary>Whether nothing has moved on the connection for <see cref="QuietBeforeStopMs"/> and nothing received waits unread.</summary>
+    private bool IsQuiet()
+    {
+        try
+        {
+            return Now() - LastActivity >= QuietBeforeStopMs && _socket.Available == 0;
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Closed or reset meanwhile: the loop ends it.
+            return false;
         }
     }
 
@@ -585,7 +611,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
         if (Interlocked.CompareExchange(ref _phase, Ended, Waiting) == Waiting)
         {
-            Shutdown(SocketShutdown.Send);
+            EndWaitingStream(Volatile.Read(ref _closeRequest));
         }
 
         return false;
