@@ -17,9 +17,23 @@ public sealed partial class ProgramTests
         (int exitCode, string stdout, string stderr) = await RunToEndAsync(["--help"], cancellationToken);
 
         Assert.That(exitCode, Is.Zero);
-        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers [<servers>] [options]").And.Contain("<tcp|udp|both>"));
+        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers [<servers>] [options]"));
         Assert.That(stdout, Does.Contain("--port <N>").And.Contain("[default: 7007]").And.Contain("--udp-allow-privileged-ports"));
         Assert.That(stderr, Is.Empty);
+    }
+
+    // The usage must say what the parser takes and the README's options table gives: every choice of servers, and the
+    // whole range of --udp-receives besides the range of its automatic count.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Main_Help_GivesEveryServerChoiceAndTheFullUdpReceivesRange(CancellationToken cancellationToken)
+    {
+        (int exitCode, string stdout, _) = await RunToEndAsync(["--help"], cancellationToken);
+
+        string udpReceives = stdout.Split('\n').Single(line => line.TrimStart().StartsWith("--udp-receives ", StringComparison.Ordinal));
+        Assert.That(exitCode, Is.Zero);
+        Assert.That(stdout, Does.Contain("<tcp|udp|both|resp>"));
+        Assert.That(udpReceives, Does.Contain("UDP receive threads, 1 to 256;").And.Contain("from 1 to 16"));
     }
 
     // The RESP sample with the TCP server's limits: the client over --max-connections is closed at once.

@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using Microsoft.Extensions.Time.Testing;
 using PoolLib.Tests;
 using static SocketServers.Tests.TcpEchoTesting;
 
@@ -67,6 +68,37 @@ public sealed partial class TcpEchoServerTests
 
             Assert.That(server.Counters.TotalConnections, Is.EqualTo(1));
             await AssertCutOffWithEveryArgsBackAsync(server, client, writer, cancellationToken);
+        }
+        finally
+        {
+            await server.DisposeAsync();
+        }
+    }
+
+    // A client left connected and idle that never closes (nc, kept open) must not hold the stop for its grace period,
+    // here a day: the stop ends its stream and closes it at once, a clean stop with nothing cut short. The connection's
+    // clock is the test's, moved a second on once the echo is over.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task StopAsync_ClientIdle_ClosesItAtOnceWithEndOfStream(CancellationToken cancellationToken)
+    {
+        var time = new FakeTimeProvider();
+        TcpEchoServerOptions options = LoopbackOptions();
+        options.StopGracePeriod = TimeSpan.FromDays(1);
+        options.IdleTimeout = Timeout.InfiniteTimeSpan;
+        var server = await Started.StartAsync(new TcpEchoServer(options, logger: null, faults: null, time), cancellationToken);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        try
+        {
+            await client.AssertEchoOnAsync(cancellationToken);
+            await Poll.UntilAsync(() => server.BuffersInUse == 0, cancellationToken); // the echo's send is over: the connection idles
+            time.Advance(TimeSpan.FromSeconds(1));
+
+            await server.StopAsync(cancellationToken);
+
+            Assert.That(await client.ReceiveToEndAsync(cancellationToken), Is.Empty, "end of stream, not a reset");
+            Assert.That(server.StopCutShort, Is.False);
+            Assert.That((server.Counters.CurrentConnections, server.Counters.Drops), Is.EqualTo((0, 0L)), "closed, and not counted as a drop");
         }
         finally
         {

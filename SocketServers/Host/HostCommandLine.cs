@@ -18,7 +18,7 @@ internal sealed class HostCommandLine
     private const double MaxIdleTimeoutSeconds = 86_400;
 
     private readonly RootCommand _command = new(
-        "Runs RFC 862 echo servers on pooled SocketAsyncEventArgs until Ctrl+C or SIGTERM. Settings also come from "
+        "Runs RFC 862 echo servers (or the Redis-protocol sample) on pooled SocketAsyncEventArgs until Ctrl+C or SIGTERM. Settings also come from "
         + "appsettings.json beside the program and from environment variables (SocketServers__Tcp__Port=9000); an option "
         + "given here wins over both, and the defaults shown are the built-in ones.");
 
@@ -78,7 +78,7 @@ internal sealed class HostCommandLine
         Row(ServersArgument(), value => [(HostSettings.ServersKey, value)]),
         Row(AddressOption(), value => [(Tcp + "Address", value!.ToString()), (Udp + "Address", value!.ToString())]),
         Row(
-            WholeNumber("--port", 0, IPEndPoint.MaxPort, SocketServerOptions.DefaultPort, "N", "The port, 0 picks a free one"),
+            WholeNumber("--port", 0, IPEndPoint.MaxPort, SocketServerOptions.DefaultPort, "N", "The port; TCP and UDP bind the same number, and 0 picks a free one for each"),
             value => [(Tcp + "Port", Text(value)), (Udp + "Port", Text(value))]),
         Row(
             WholeNumber("--max-connections", 1, TcpEchoServerOptions.MaxConnectionsLimit, 1000, "N", "TCP connections served at once"),
@@ -111,7 +111,7 @@ internal sealed class HostCommandLine
                 UdpEchoServerOptions.MaxConcurrentReceives,
                 0,
                 "N",
-                $"UDP receive threads; 0 one per core but one (block: per two cores), 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}; with --reuse-port each has a socket, and block receives once per socket"),
+                $"UDP receive threads, 1 to {UdpEchoServerOptions.MaxConcurrentReceives}; 0 one per core but one (block: one per two cores), from 1 to {UdpEchoServerOptions.MaxAutomaticConcurrentReceives}; with --reuse-port each has a socket, and block receives once per socket"),
             value => [(Udp + "ConcurrentReceives", Text(value))]),
         Row(
             WholeNumber("--udp-receive-buffer", 0, UdpEchoServerOptions.MaxReceiveBufferSize, 0, "BYTES", "UDP: the kernel receive buffer each socket asks for, where bursts wait; 0 the system's"),
@@ -139,7 +139,7 @@ internal sealed class HostCommandLine
     private static Argument<string> ServersArgument() => new("servers")
     {
         Description = "Which servers to run, on the same port number; resp runs the Redis-protocol (RESP2) sample over TCP, with the TCP options",
-        HelpName = "tcp|udp|both",
+        HelpName = "tcp|udp|both|resp",
         Arity = ArgumentArity.ZeroOrOne,
         DefaultValueFactory = _ => "both",
         CustomParser = result =>

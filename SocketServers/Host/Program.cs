@@ -193,7 +193,7 @@ internal static class Program
 
         Console.WriteLine("Press Ctrl+C to stop.");
         using (host.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping.Register(() => Console.WriteLine("Stopping...")))
-        using (new SecondStopSignal(servers, Console.Out))
+        using (new SecondStopSignal(servers, Console.Out, TimeProvider.System))
         {
             await host.WaitForShutdownAsync().ConfigureAwait(false);
         }

@@ -5,25 +5,41 @@ namespace SocketServers.Host;
 /// <summary>
 /// Ctrl+C (SIGINT) or SIGTERM a second time while the host stops: the first starts the graceful stop (the Generic
 /// Host's console lifetime handles it), and the next ends the servers' grace period, so that they close what is left at
-/// once instead of waiting for it.
+/// once instead of waiting for it. The same signal again within half a second of the first is the same stop, not a second one.
 /// </summary>
+/// <remarks>
+/// A signal sent to a process group reaches the host twice under <c>dotnet run</c>: directly, and forwarded by the
+/// <c>dotnet run</c> process a moment later; <c>timeout</c>, supervisors and a terminal's Ctrl+C send it so. The handler
+/// is not told who sent a signal (<see cref="PosixSignalRegistration"/> passes no siginfo), so the two deliveries are told
+/// apart from a deliberate second signal by time. Half a second leaves the forward ample room on a busy machine (it takes
+/// milliseconds), and is less than a person takes to see the stop begin and press Ctrl+C again; one who pressed twice
+/// at once presses a third time.
+/// </remarks>
 internal sealed class SecondStopSignal : IDisposable
 {
+    // The same signal within this span of the first is one delivery to the process group, received twice.
+    private static readonly TimeSpan s_sameDelivery = TimeSpan.FromMilliseconds(500);
+
     private readonly IReadOnlyList<SocketServer> _servers;
     private readonly TextWriter _output;
+    private readonly TimeProvider _time;
     private readonly PosixSignalRegistration _interrupt;
     private readonly PosixSignalRegistration _terminate;
+    private readonly Lock _gate = new();
 
-    // Stop signals received so far.
-    private int _signals;
+    // Guarded by _gate: the first stop signal and its timestamp.
+    private PosixSignal? _first;
+    private long _firstAt;
 
     /// <summary>Starts listening for the signals.</summary>
     /// <param name="servers">The servers whose grace period a second signal ends.</param>
     /// <param name="output">Where the host says so.</param>
-    public SecondStopSignal(IReadOnlyList<SocketServer> servers, TextWriter output)
+    /// <param name="time">The clock that tells a signal received twice from a second one.</param>
+    public SecondStopSignal(IReadOnlyList<SocketServer> servers, TextWriter output, TimeProvider time)
     {
         _servers = servers;
         _output = output;
+        _time = time;
         _interrupt = PosixSignalRegistration.Create(PosixSignal.SIGINT, OnSignal);
         _terminate = PosixSignalRegistration.Create(PosixSignal.SIGTERM, OnSignal);
     }
@@ -34,15 +50,28 @@ internal sealed class SecondStopSignal : IDisposable
         _terminate.Dispose();
     }
 
-    private void OnSignal(PosixSignalContext context)
+    /// <summary>Handles a stop signal: the first is the Generic Host's, a later one ends the grace period.</summary>
+    /// <param name="context">The signal; cancelled, so that the process goes on, for every signal after the first.</param>
+    internal void OnSignal(PosixSignalContext context)
     {
-        if (Interlocked.Increment(ref _signals) < 2)
+        long now = _time.GetTimestamp();
+        lock (_gate)
         {
-            return;
+            if (_first is not { } first)
+            {
+                _first = context.Signal;
+                _firstAt = now;
+                return;
+            }
+
+            // Not the end of the process: the stop goes on, and the host exits when it is done.
+            context.Cancel = true;
+            if (context.Signal == first && _time.GetElapsedTime(_firstAt, now) < s_sameDelivery)
+            {
+                return;
+            }
         }
 
-        // Not the end of the process: the stop goes on, without its grace period, and the host exits when it is done.
-        context.Cancel = true;
         _output.WriteLine("Stopping now: closing what is still in flight.");
         var ended = new CancellationToken(canceled: true);
         foreach (SocketServer server in _servers)

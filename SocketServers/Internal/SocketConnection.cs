@@ -15,7 +15,7 @@ namespace SocketServers.Internal;
 /// back to the pool only after the loop has seen its last operation complete. A graceful end (a stop, or the handler's
 /// close) reads nothing more, sends what was written and ends the stream. On a stop the loop then drops what the client
 /// still sends until it closes (or the grace period ends): closing with unread input would reset the connection and
-/// destroy replies not read yet. After the handler's close it lingers instead (see <see cref="LingerAsync"/>): it reads
+/// destroy replies not read yet (a stop closes a quiet connection at once instead, see <see cref="QuietBeforeStopMs"/>). After the handler's close it lingers instead (see <see cref="LingerAsync"/>): it reads
 /// nothing, waits at most <see cref="s_linger"/> for the client to close, then resets the connection, so that a client
 /// the server is done with holds its slot no longer than that. Who ends the stream is decided by the handshake on
 /// <see cref="_phase"/>, stated at that field.
@@ -32,6 +32,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     // How long a connection the handler closed waits for the client to close before the server resets it: ample for the
     // last reply to reach the client, short enough that such connections cannot keep clients waiting for a slot.
     private static readonly TimeSpan s_linger = TimeSpan.FromSeconds(1);
+
+    // How long a connection waiting for data must have been quiet (nothing received, sent or handled) for a stop to close
+    // it at once. Such a client, an idle nc, is not in the middle of sending, and has had time to read what it was sent,
+    // so closing cannot reset replies it has yet to read; nor does it hold the stop until its grace period ends. A client
+    // active more recently may be between two writes of a stream: it gets end of stream and the grace period to close.
+    private const long QuietBeforeStopMs = 1000;
 
     // The most a single send hands the kernel, so that a long reply's progress counts as activity and toward the data
     // rate as it goes, not only once all of it is sent.
@@ -198,7 +204,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public void Execute() => _ = RunAsync();
 
     /// <summary>Stop: nothing more is read; what was read is still handled and sent, then the stream ends and the
-    /// connection closes when the client does (or when the grace period ends).</summary>
+    /// connection closes when the client does (or when the grace period ends); one that waits for data owing nothing,
+    /// quiet for a second with nothing unread, closes at once.</summary>
     public void StopGracefully() => RequestEnd(StopRequested);
 
     /// <inheritdoc/>
@@ -340,6 +347,20 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         {
             // It waits for the rest of a message: wake it, and it ends the stream after the handler's last word.
             Volatile.Read(ref _partialWait)!.Cancel();
+        }
+    }
+
+    /// <summary>Whether nothing has moved on the connection for <see cref="QuietBeforeStopMs"/> and nothing received waits unread.</summary>
+    private bool IsQuiet()
+    {
+        try
+        {
+            return Now() - LastActivity >= QuietBeforeStopMs && _socket.Available == 0;
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Closed or reset meanwhile: the loop ends it.
+            return false;
         }
     }
 
@@ -740,11 +761,15 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         return (true, SocketError.Success);
     }
 
-    /// <summary>Ends the stream after what was sent; after the handler's close, the linger begins.</summary>
+    /// <summary>
+    /// Ends the stream after what was sent; after the handler's close, the linger begins. On a stop, a connection that is
+    /// quiet has its receive side shut too, which wakes the loop to close it as at the client's end of stream.
+    /// </summary>
     private void EndStream()
     {
-        Shutdown(SocketShutdown.Send);
-        if (Volatile.Read(ref _closeRequest) == HandlerClose)
+        int request = Volatile.Read(ref _closeRequest);
+        Shutdown(request == StopRequested && IsQuiet() ? SocketShutdown.Both : SocketShutdown.Send);
+        if (request == HandlerClose)
         {
             _ = LingerEnd();
         }
