@@ -156,7 +156,7 @@ public sealed partial class PoolTests
         }
 
         Assert.That(pool.TotalCount, Is.Zero, "Every object is retired by MaxObjectLifetime.");
-        Assert.That(ticksThatRetired, Has.Count.GreaterThanOrEqualTo(3));
+        Assert.That(ticksThatRetired, Has.Count.GreaterThanOrEqualTo(4));
         Assert.That(ticksThatRetired, Is.All.GreaterThanOrEqualTo(lifetime - (lifetime / 16) - (lifetime / 4)));
     }
 

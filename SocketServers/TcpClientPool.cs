@@ -17,7 +17,7 @@ namespace SocketServers;
 /// Connections are made in the background (<see cref="PoolOptions.MaxConcurrentCreations"/> at once), each connect
 /// bounded by <see cref="PoolOptions.CreateTimeout"/>; each made serves the oldest waiting take. A connect that fails
 /// fails the waiting take with its <see cref="SocketException"/> (or <see cref="TimeoutException"/> at the timeout), and
-/// the pool backs off, from 100 ms doubling to 5 s: meanwhile a take that needs a new connection fails at once with
+/// the pool backs off (see <see cref="Pool{T}.ObjectConstructorAsync"/>): meanwhile a take that needs a new connection fails at once with
 /// the same exception, without connecting. Once the server accepts again, the next connect after the back-off succeeds
 /// and takes succeed again, with nothing to restart.
 /// </para>

@@ -58,18 +58,6 @@ internal sealed class PoolCreator<T> : IDisposable where T : class
         _minIdle = fillsMinIdle ? options.MinIdle : 0;
     }
 
-    /// <summary>Gets how many creations are in flight.</summary>
-    public int InFlight
-    {
-        get
-        {
-            lock (_lock)
-            {
-                return _inFlight;
-            }
-        }
-    }
-
     /// <summary>Begins keeping MinIdle filled, if the pool does; called once construction is over.</summary>
     public void StartFilling()
     {
