@@ -323,12 +323,26 @@ public sealed class TcpClientConnection : IDisposable
         // Socket calls that complete later land here: the rest of a partial send, or the end.
         protected override void OnCompleted(SocketAsyncEventArgs e)
         {
-            if (!IsDone() && !Drive())
+            bool done;
+            try
+            {
+                done = IsDone() || Drive();
+            }
+            catch (ObjectDisposedException disposed)
+            {
+                // The connection was disposed under a send the kernel took part of: the rest cannot be sent.
+                _thrown = disposed;
+                done = true;
+            }
+
+            if (!done)
             {
                 return;
             }
 
-            Exception? failure = End(out int result);
+            // In flight until the awaiter has read the outcome (see GetResult): a new operation's Reset must not come
+            // between this SetResult and that read.
+            Exception? failure = End(out int result, endsFlight: false);
             if (failure is null)
             {
                 _source.SetResult(result);
@@ -339,9 +353,19 @@ public sealed class TcpClientConnection : IDisposable
             }
         }
 
-        int IValueTaskSource<int>.GetResult(short token) => _source.GetResult(token);
+        int IValueTaskSource<int>.GetResult(short token)
+        {
+            try
+            {
+                return _source.GetResult(token);
+            }
+            finally
+            {
+                Volatile.Write(ref _inFlight, 0);
+            }
+        }
 
-        void IValueTaskSource.GetResult(short token) => _source.GetResult(token);
+        void IValueTaskSource.GetResult(short token) => ((IValueTaskSource<int>)this).GetResult(token);
 
         ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
 
@@ -389,8 +413,9 @@ public sealed class TcpClientConnection : IDisposable
             return false;
         }
 
-        /// <summary>Ends the operation: its result, or the exception it fails with.</summary>
-        private Exception? End(out int result)
+        /// <summary>Ends the operation: its result, or the exception it fails with; and its flight, unless
+        /// <paramref name="endsFlight"/> leaves that to the awaiter's read of the outcome.</summary>
+        private Exception? End(out int result, bool endsFlight = true)
         {
             // Waits for a cancellation callback running now, so that the socket it closes is closed before the outcome is read.
             _registration.Dispose();
@@ -415,7 +440,11 @@ public sealed class TcpClientConnection : IDisposable
             }
 
             _thrown = null;
-            Volatile.Write(ref _inFlight, 0);
+            if (endsFlight)
+            {
+                Volatile.Write(ref _inFlight, 0);
+            }
+
             return failure;
         }
 

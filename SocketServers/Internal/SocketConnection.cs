@@ -294,6 +294,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     {
         Interlocked.Exchange(ref _closeRequest, Aborted);
         _socket.Dispose();
+        EndLinger();
         CancelConnectionClosed();
     }
 
@@ -777,7 +778,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
 
     /// <summary>The stream has ended: on a stop, drops what the client still sends; after the handler's close, lingers.</summary>
     private Task<SocketError> AfterStreamEndedAsync()
-        => Volatile.Read(ref _closeRequest) == StopRequested ? DiscardUntilEndAsync() : LingerAsync();
+        => Volatile.Read(ref _closeRequest) == HandlerClose ? LingerAsync() : DiscardUntilEndAsync();
 
     /// <summary>Gets the linger's end, made now (its timer started) if nobody has made it yet.</summary>
     private CancellationTokenSource LingerEnd()
@@ -1041,7 +1042,21 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             Shutdown(SocketShutdown.Both);
         }
 
+        EndLinger();
         CancelConnectionClosed();
+    }
+
+    /// <summary>Ends a linger now, so that a cut-off or the stop's abort does not wait for its timer.</summary>
+    private void EndLinger()
+    {
+        try
+        {
+            Volatile.Read(ref _lingerEnd)?.Cancel();
+        }
+        catch (ObjectDisposedException)
+        {
+            // The loop has ended and disposed it: nothing lingers.
+        }
     }
 
     private void Shutdown(SocketShutdown how)
