@@ -5,10 +5,10 @@ using System.Text.RegularExpressions;
 
 namespace SocketServers.Tests;
 
-/// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
+/// <summary>The console host, run as a process: <c>dotnet SocketServers.Host.dll ...</c> from the test output.</summary>
 public sealed partial class ProgramTests
 {
-    private const string HostFile = "SocketServers.dll";
+    private const string HostFile = "SocketServers.Host.dll";
 
     [Test]
     [CancelAfter(30_000)]
