@@ -17,7 +17,7 @@ public sealed partial class ProgramTests
         (int exitCode, string stdout, string stderr) = await RunToEndAsync(["--help"], cancellationToken);
 
         Assert.That(exitCode, Is.Zero);
-        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers [<servers>] [options]"));
+        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers.Host [<servers>] [options]"));
         Assert.That(stdout, Does.Contain("--port <N>").And.Contain("[default: 7007]").And.Contain("--udp-allow-privileged-ports"));
         Assert.That(stderr, Is.Empty);
     }
