@@ -5,10 +5,10 @@ using System.Text.RegularExpressions;
 
 namespace SocketServers.Tests;
 
-/// <summary>The console host, run as a process: <c>dotnet SocketServers.dll ...</c> from the test output.</summary>
+/// <summary>The console host, run as a process: <c>dotnet SocketServers.Host.dll ...</c> from the test output.</summary>
 public sealed partial class ProgramTests
 {
-    private const string HostFile = "SocketServers.dll";
+    private const string HostFile = "SocketServers.Host.dll";
 
     [Test]
     [CancelAfter(30_000)]
@@ -17,7 +17,7 @@ public sealed partial class ProgramTests
         (int exitCode, string stdout, string stderr) = await RunToEndAsync(["--help"], cancellationToken);
 
         Assert.That(exitCode, Is.Zero);
-        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers [<servers>] [options]"));
+        Assert.That(stdout, Does.Contain("Usage:").And.Contain("SocketServers.Host [<servers>] [options]"));
         Assert.That(stdout, Does.Contain("--port <N>").And.Contain("[default: 7007]").And.Contain("--udp-allow-privileged-ports"));
         Assert.That(stderr, Is.Empty);
     }

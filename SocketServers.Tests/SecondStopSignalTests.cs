@@ -29,4 +29,26 @@ public sealed class SecondStopSignalTests
         Assert.That(output.ToString(), Does.StartWith("Stopping now"));
         Assert.That(again.Cancel, Is.True);
     }
+
+    // Ctrl+C pressed twice under dotnet run: each press reaches the host twice. The second press's copy arrives long
+    // after the first press, but at once after its own: one "Stopping now", not two.
+    [Test]
+    public void OnSignal_SecondSignalReceivedTwiceAtOnce_EndsTheGracePeriodOnce()
+    {
+        var time = new FakeTimeProvider();
+        using var output = new StringWriter();
+        using var signals = new SecondStopSignal([], output, time);
+        var secondCopy = new PosixSignalContext(PosixSignal.SIGINT);
+
+        signals.OnSignal(new PosixSignalContext(PosixSignal.SIGINT));
+        time.Advance(TimeSpan.FromMilliseconds(5));
+        signals.OnSignal(new PosixSignalContext(PosixSignal.SIGINT));
+        time.Advance(TimeSpan.FromSeconds(2));
+        signals.OnSignal(new PosixSignalContext(PosixSignal.SIGINT));
+        time.Advance(TimeSpan.FromMilliseconds(5));
+        signals.OnSignal(secondCopy);
+
+        Assert.That(output.ToString().Split('\n', StringSplitOptions.RemoveEmptyEntries), Has.Exactly(1).StartsWith("Stopping now"));
+        Assert.That(secondCopy.Cancel, Is.True, "the copy does not end the process either");
+    }
 }

@@ -7,6 +7,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 using Microsoft.Extensions.Options;
+using SocketServers.Echo;
 
 namespace SocketServers.Tests;
 
@@ -63,6 +64,32 @@ public sealed class SocketServerServiceCollectionExtensionsTests
         FakeLogRecord[] records = [.. host.Services.GetFakeLogCollector().GetSnapshot().Where(record => record.Category == typeof(TcpEchoServer).FullName)];
         Assert.That(records.Select(record => record.Message), Has.Some.StartsWith("TCP echo server listening on 127.0.0.1:"));
         Assert.That(records.Select(record => record.Message), Has.Some.StartsWith("TCP echo server on 127.0.0.1:").And.Contains("stopped"));
+    }
+
+    // The name the docs state: other code configures a handler's server under it, after AddTcpServer, and the server
+    // runs with what it set.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task OptionsName_PostConfiguredUnderIt_TheHandlersServerRunsWithIt(CancellationToken cancellationToken)
+    {
+        string name = SocketServerServiceCollectionExtensions.OptionsName<EchoConnectionHandler>();
+        var services = new ServiceCollection();
+        services.AddTcpServer<EchoConnectionHandler>(options => options.Port = 0);
+        services.PostConfigure<TcpServerOptions>(name, options => options.MaxConnections = 7);
+        await using ServiceProvider provider = services.BuildServiceProvider();
+        using var poolCaps = new MetricCollector<long>(null, "PoolLib", "pool.objects.max");
+
+        TcpServer<EchoConnectionHandler> server = provider.GetRequiredService<TcpServer<EchoConnectionHandler>>();
+        await server.StartAsync(cancellationToken);
+        poolCaps.RecordObservableInstruments();
+
+        Assert.That(name, Is.EqualTo("SocketServers.Echo.EchoConnectionHandler"));
+        Assert.That(provider.GetRequiredService<IOptionsMonitor<TcpServerOptions>>().Get(name).MaxConnections, Is.EqualTo(7));
+        Assert.That(
+            poolCaps.GetMeasurementSnapshot().Where(cap => Equals(cap.Tags["pool.name"], $"tcp-args@{server.LocalEndPoint}")).Select(cap => cap.Value),
+            Is.Not.Empty.And.All.EqualTo(7),
+            "the post-configured MaxConnections is the server's cap");
+        await server.StopAsync(cancellationToken);
     }
 
     [Test]

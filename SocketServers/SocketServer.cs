@@ -141,9 +141,10 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     /// loop, short enough that one that passes costs little service. Settable before <see cref="StartAsync"/>, for tests.</summary>
     internal TimeSpan RestartDelay { get; set; } = TimeSpan.FromMilliseconds(100);
 
-    /// <summary>Gets whether the stop's grace period ran out (or was cut) with work in flight, which it then closed:
-    /// TCP connections that had not finished, UDP replies not sent.</summary>
-    internal bool StopCutShort => Volatile.Read(ref _stopCutShort);
+    /// <summary>Gets whether the stop's grace period ran out (or its token was cancelled) with work in flight, which it
+    /// then closed: TCP connections that had not finished, UDP replies not sent. A host can tell its supervisor so, as
+    /// the console host does with its exit code.</summary>
+    public bool StopCutShort => Volatile.Read(ref _stopCutShort);
 
     /// <summary>Loops started again after an unexpected exception, since start.</summary>
     internal long LoopRestarts => Count.LoopRestarts;

@@ -15,7 +15,10 @@ namespace SocketServers;
 /// period, when the application stops; it logs through the container's <see cref="ILoggerFactory"/>, if it has one.
 /// Calling a method again for the same protocol configures the same server: the options of every call apply, in order.
 /// The options are read when the server is first resolved; an invalid value then throws
-/// <see cref="OptionsValidationException"/> naming it.
+/// <see cref="OptionsValidationException"/> naming it. They are options of the Generic Host, which
+/// <c>Configure</c>, <c>PostConfigure</c> and <c>Validate</c> may amend too: the echo servers' are the unnamed
+/// <see cref="TcpEchoServerOptions"/> and <see cref="UdpEchoServerOptions"/>; a handler's server's are the
+/// <see cref="TcpServerOptions"/> or <see cref="UdpServerOptions"/> named <see cref="OptionsName{THandler}"/>.
 /// </remarks>
 public static class SocketServerServiceCollectionExtensions
 {
@@ -160,8 +163,14 @@ public static class SocketServerServiceCollectionExtensions
             provider.GetRequiredService<IOptionsMonitor<TOptions>>().Get(name), provider.GetRequiredService<THandler>(), logger));
     }
 
-    // The options of the server of one handler type: a name of their own, so that servers of different protocols differ.
-    internal static string OptionsName<THandler>() => typeof(THandler).FullName ?? typeof(THandler).Name;
+    /// <summary>Gets the name of the options of <typeparamref name="THandler"/>'s server, as
+    /// <see cref="AddTcpServer{THandler}(IServiceCollection, Action{TcpServerOptions})"/> and
+    /// <see cref="AddUdpServer{THandler}(IServiceCollection, Action{UdpServerOptions})"/> register them: the handler type's
+    /// full name (<see cref="Type.FullName"/>), so that servers of different protocols have options of their own.</summary>
+    /// <typeparam name="THandler">The protocol.</typeparam>
+    /// <returns>The name to configure or read the options under, for example with
+    /// <c>services.PostConfigure&lt;TcpServerOptions&gt;(name, ...)</c> or <c>IOptionsMonitor&lt;TcpServerOptions&gt;.Get(name)</c>.</returns>
+    public static string OptionsName<THandler>() => typeof(THandler).FullName ?? typeof(THandler).Name;
 
     private static IServiceCollection AddServer<TServer>(IServiceCollection services, Func<IServiceProvider, ILogger?, TServer> create)
         where TServer : SocketServer

@@ -29,7 +29,7 @@ if ! command -v nginx >/dev/null || [ ! -f "$modules/ngx_stream_module.so" ]; th
 fi
 
 echo "check: building the echo host"
-dotnet build "$root/SocketServers" -c Release -o "$run/bin" -v q -nologo >/dev/null
+dotnet build "$root/SocketServers.Host" -c Release -o "$run/bin" -v q -nologo >/dev/null
 
 # Three ports free for TCP and UDP alike: the front and the two instances.
 read -r front port1 port2 < <(python3 - <<'PY'
@@ -49,7 +49,7 @@ PY
 )
 
 start_instance() {
-    dotnet "$run/bin/SocketServers.dll" both --port "$1" > "$run/instance-$1.log" 2>&1 &
+    dotnet "$run/bin/SocketServers.Host.dll" both --port "$1" > "$run/instance-$1.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do
         grep -q "udp echo listening" "$run/instance-$1.log" 2>/dev/null && return 0

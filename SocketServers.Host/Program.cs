@@ -228,7 +228,7 @@ internal static class Program
         TcpServerOptions tcp = settings.Resp
             ? services.GetRequiredService<IOptionsMonitor<TcpServerOptions>>().Get(SocketServerServiceCollectionExtensions.OptionsName<RespConnectionHandler>())
             : services.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
-        int udpSockets = settings.RunUdp ? UdpEchoServer.SocketsFor(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
+        int udpSockets = settings.RunUdp ? MostUdpSockets(services.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value) : 0;
         if (OpenFileLimit.ForConnections(serverSockets: 1 + udpSockets) is not { } budget || budget.Connections >= tcp.MaxConnections)
         {
             return true;
@@ -247,6 +247,12 @@ internal static class Program
         tcp.MaxConnections = budget.Connections;
         return true;
     }
+
+    /// <summary>The most sockets the UDP server binds: one, or with <see cref="SocketServerOptions.ReusePort"/> on Linux one
+    /// per receive, of which the server picks at most <see cref="UdpServerOptions.MaxAutomaticConcurrentReceives"/>.</summary>
+    private static int MostUdpSockets(UdpEchoServerOptions udp) => !udp.ReusePort || !OperatingSystem.IsLinux()
+        ? 1
+        : udp.ConcurrentReceives != 0 ? udp.ConcurrentReceives : UdpServerOptions.MaxAutomaticConcurrentReceives;
 
     /// <summary>How the start and stop lines name <paramref name="server"/>.</summary>
     private static string Name(SocketServer server) => server switch

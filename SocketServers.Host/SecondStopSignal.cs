@@ -5,7 +5,8 @@ namespace SocketServers.Host;
 /// <summary>
 /// Ctrl+C (SIGINT) or SIGTERM a second time while the host stops: the first starts the graceful stop (the Generic
 /// Host's console lifetime handles it), and the next ends the servers' grace period, so that they close what is left at
-/// once instead of waiting for it. The same signal again within half a second of the first is the same stop, not a second one.
+/// once instead of waiting for it. The same signal again within half a second of the last one is the same signal received
+/// twice, not another.
 /// </summary>
 /// <remarks>
 /// A signal sent to a process group reaches the host twice under <c>dotnet run</c>: directly, and forwarded by the
@@ -17,7 +18,7 @@ namespace SocketServers.Host;
 /// </remarks>
 internal sealed class SecondStopSignal : IDisposable
 {
-    // The same signal within this span of the first is one delivery to the process group, received twice.
+    // The same signal within this span of the last one is one delivery to the process group, received twice.
     private static readonly TimeSpan s_sameDelivery = TimeSpan.FromMilliseconds(500);
 
     private readonly IReadOnlyList<SocketServer> _servers;
@@ -27,9 +28,9 @@ internal sealed class SecondStopSignal : IDisposable
     private readonly PosixSignalRegistration _terminate;
     private readonly Lock _gate = new();
 
-    // Guarded by _gate: the first stop signal and its timestamp.
-    private PosixSignal? _first;
-    private long _firstAt;
+    // Guarded by _gate: the last stop signal delivered (a copy received twice is not another) and its timestamp.
+    private PosixSignal? _last;
+    private long _lastAt;
 
     /// <summary>Starts listening for the signals.</summary>
     /// <param name="servers">The servers whose grace period a second signal ends.</param>
@@ -57,19 +58,23 @@ internal sealed class SecondStopSignal : IDisposable
         long now = _time.GetTimestamp();
         lock (_gate)
         {
-            if (_first is not { } first)
+            PosixSignal? last = _last;
+            if (last == context.Signal && _time.GetElapsedTime(_lastAt, now) < s_sameDelivery)
             {
-                _first = context.Signal;
-                _firstAt = now;
+                // The copy of the last delivery: the stop goes on as that one left it, and so does the process.
+                context.Cancel = true;
+                return;
+            }
+
+            _last = context.Signal;
+            _lastAt = now;
+            if (last is null)
+            {
                 return;
             }
 
             // Not the end of the process: the stop goes on, and the host exits when it is done.
             context.Cancel = true;
-            if (context.Signal == first && _time.GetElapsedTime(_firstAt, now) < s_sameDelivery)
-            {
-                return;
-            }
         }
 
         _output.WriteLine("Stopping now: closing what is still in flight.");

@@ -1,7 +1,7 @@
 using System.Globalization;
 using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Options;
-using SocketServers.Internal;
 
 namespace SocketServers.Host;
 
@@ -66,8 +66,7 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
             }
         }
 
-        OptionsBinder.Bind(configuration.GetSection(TcpSection), new TcpEchoServerOptions());
-        OptionsBinder.Bind(configuration.GetSection(UdpSection), new UdpEchoServerOptions());
+        CheckServerSections(configuration);
 
         string servers = configuration[ServersKey]?.ToLowerInvariant() ?? "both";
         if (servers is not ("tcp" or "udp" or "both" or "resp"))
@@ -83,6 +82,18 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
         }
 
         return new HostSettings(servers != "udp", servers is "udp" or "both", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds), servers == "resp");
+    }
+
+    /// <summary>Binds both servers' sections as the servers bind them, strictly, whichever servers run.</summary>
+    /// <exception cref="OptionsValidationException">A key or value is invalid; the message names it.</exception>
+    private static void CheckServerSections(IConfiguration configuration)
+    {
+        using ServiceProvider servers = new ServiceCollection()
+            .AddTcpEchoServer(configuration.GetSection(TcpSection))
+            .AddUdpEchoServer(configuration.GetSection(UdpSection))
+            .BuildServiceProvider();
+        _ = servers.GetRequiredService<IOptions<TcpEchoServerOptions>>().Value;
+        _ = servers.GetRequiredService<IOptions<UdpEchoServerOptions>>().Value;
     }
 
     private static OptionsValidationException Invalid(string message) => new(Options.DefaultName, typeof(HostSettings), [message]);
