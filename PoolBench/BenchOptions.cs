@@ -58,6 +58,8 @@ internal sealed class BenchOptions
           --connections N         redis-benchmark's clients, -c (default: 50)
           --pipeline K[,K..]      redis-benchmark's -P (default: 1,16, quick: 1)
           --rounds N              runs per cell, each running every server in turn (default: 3, quick: 1)
+          --tls                   every server and redis-benchmark speak TLS, with one self-signed certificate
+                                  made for the run (redis-server with --tls-port)
           connections (not part of all): SET and GET against Debian's redis-server from TcpClientPool, a
           hand-written pool (SemaphoreSlim and ConcurrentBag<Socket>), StackExchange.Redis and redis-benchmark
           (skipped where they are not installed, but with CI=true), as many connections allowed as workers;
@@ -77,6 +79,7 @@ internal sealed class BenchOptions
 
     public required string Scenario { get; init; }
     public bool Quick { get; init; }
+    public bool Tls { get; init; }
     public string? JsonPath { get; init; }
     public string? PlotsFolder { get; init; }
     public string? ArtifactsFolder { get; init; }
@@ -129,6 +132,12 @@ internal sealed class BenchOptions
             if (name == "--quick")
             {
                 parsed.Quick = true;
+                continue;
+            }
+
+            if (name == "--tls")
+            {
+                parsed.Tls = true;
                 continue;
             }
 
@@ -227,6 +236,8 @@ internal sealed class BenchOptions
 
         public bool Quick { get; set; }
 
+        public bool Tls { get; set; }
+
         public void Set(string name, string value)
         {
             switch (name)
@@ -268,6 +279,7 @@ internal sealed class BenchOptions
         {
             Scenario = scenario,
             Quick = Quick,
+            Tls = Tls,
             // Full paths: the benchmark run may change the current directory.
             JsonPath = _json is null ? null : Path.GetFullPath(_json),
             PlotsFolder = _plots is null ? null : Path.GetFullPath(_plots),

@@ -15,7 +15,7 @@ internal sealed class RedisBenchmarkPeer(string program, IPEndPoint server, int 
 
     public async Task<IReadOnlyList<TestRound>> RunAsync(int requests)
     {
-        RedisBenchmark.Run run = await RedisBenchmark.RunAsync(program, server, workers, requests, pipeline: 1, "set,get").ConfigureAwait(false);
+        RedisBenchmark.Run run = await RedisBenchmark.RunAsync(program, server, workers, requests, pipeline: 1, "set,get", tls: false).ConfigureAwait(false);
         if (run.Failed || run.Errors > 0)
         {
             throw new InvalidOperationException($"redis-benchmark exited with {run.ExitCode} and {run.Errors} line(s) about errors: {run.Output}");

@@ -12,7 +12,8 @@ internal static class RedisBenchmark
     /// <param name="clients">Its <c>-c</c>: connections, each with one request in flight (times the pipeline).</param>
     /// <param name="requests">Its <c>-n</c>: requests per test, shared by the clients.</param>
     /// <param name="pipeline">Its <c>-P</c>.</param>
-    public static async Task<Run> RunAsync(string program, IPEndPoint endPoint, int clients, int requests, int pipeline, string tests)
+    /// <param name="tls">Whether it speaks TLS (<c>--tls</c>, not checking the server's certificate).</param>
+    public static async Task<Run> RunAsync(string program, IPEndPoint endPoint, int clients, int requests, int pipeline, string tests, bool tls)
     {
         var start = new ProcessStartInfo(program)
         {
@@ -24,6 +25,13 @@ internal static class RedisBenchmark
                      "-P", Text(pipeline), "-t", tests, "--csv"])
         {
             start.ArgumentList.Add(argument);
+        }
+
+        if (tls)
+        {
+            // The run's certificate is self-signed: encryption is measured, not the chain.
+            start.ArgumentList.Add("--tls");
+            start.ArgumentList.Add("--insecure");
         }
 
         using Process process = Process.Start(start) ?? throw new InvalidOperationException("redis-benchmark did not start");

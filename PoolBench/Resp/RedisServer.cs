@@ -23,7 +23,8 @@ internal sealed class RedisServer : IDisposable
     /// <summary>Starts the server and returns once it accepts a connection.</summary>
     /// <param name="program">redis-server's path.</param>
     /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
-    public static async Task<RedisServer> StartAsync(string program, string? cpus)
+    /// <param name="tls">When given, it serves TLS only (<c>--tls-port</c>), with this certificate.</param>
+    public static async Task<RedisServer> StartAsync(string program, string? cpus, TlsFiles? tls = null)
     {
         int port;
         using (var probe = new TcpListener(IPAddress.Loopback, 0))
@@ -32,7 +33,10 @@ internal sealed class RedisServer : IDisposable
             port = ((IPEndPoint)probe.LocalEndpoint).Port;
         }
 
-        string[] arguments = ["--port", Text(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no"];
+        string[] listen = tls is null
+            ? ["--port", Text(port)]
+            : ["--port", "0", "--tls-port", Text(port), "--tls-cert-file", tls.CertificatePath, "--tls-key-file", tls.KeyPath, "--tls-auth-clients", "no"];
+        string[] arguments = [.. listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no"];
         var start = cpus is null ? new ProcessStartInfo(program, arguments) : new ProcessStartInfo("taskset", ["-c", cpus, program, .. arguments]);
         start.RedirectStandardOutput = true;
         start.RedirectStandardInput = true;

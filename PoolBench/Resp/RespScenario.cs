@@ -35,12 +35,14 @@ internal sealed class RespScenario(BenchOptions options)
         }
 
         var servers = new List<(string Name, IPEndPoint EndPoint, ChildEchoServer? Ours)>();
-        ChildEchoServer ours = await ChildEchoServer.StartOursRespAsync(Clients + 16, options.ServerCpus).ConfigureAwait(false);
+        using TlsFiles? tls = options.Tls ? TlsFiles.Create() : null;
+        string[] tlsArguments = tls is null ? [] : ["--tls-cert", tls.CertificatePath, "--tls-key", tls.KeyPath];
+        ChildEchoServer ours = await ChildEchoServer.StartOursRespAsync(Clients + 16, options.ServerCpus, tlsArguments).ConfigureAwait(false);
         await using (ours.ConfigureAwait(false))
         {
             servers.Add(("ours-resp", (IPEndPoint)ours.TcpEndPoint, ours));
             string? program = InstalledProgram.FindOrSkip("redis-server", "redis-server", "resp: redis-server", report);
-            using RedisServer? redis = program is null ? null : await RedisServer.StartAsync(program, options.ServerCpus).ConfigureAwait(false);
+            using RedisServer? redis = program is null ? null : await RedisServer.StartAsync(program, options.ServerCpus, tls).ConfigureAwait(false);
             if (redis is not null)
             {
                 servers.Add(("redis-server", redis.EndPoint, null));
@@ -64,7 +66,8 @@ internal sealed class RespScenario(BenchOptions options)
                 await RunCellAsync(report, table, benchmark, servers, pipeline).ConfigureAwait(false);
             }
 
-            table.Print($"resp: redis-benchmark -c {Clients} -t {Tests}, {Rounds} round(s) per pipeline depth, each running every server in turn; requests/s and latencies are the medians of the rounds (vs redis-server = ours requests/s / redis-server's, above 1 means ours is faster){options.QuickLabel}");
+            string over = options.Tls ? " --tls (TLS on every server, one self-signed certificate)" : "";
+            table.Print($"resp: redis-benchmark{over} -c {Clients} -t {Tests}, {Rounds} round(s) per pipeline depth, each running every server in turn; requests/s and latencies are the medians of the rounds (vs redis-server = ours requests/s / redis-server's, above 1 means ours is faster; geomean = the geometric mean of the tests' figures){options.QuickLabel}");
         }
     }
 
@@ -125,13 +128,33 @@ internal sealed class RespScenario(BenchOptions options)
                 CellText.Optional(reported.ServerBytesPerRequest, 2),
                 CellText.Ratio(reported.RatioVsRedis));
         }
+
+        AddGeometricMeans(table, results, pipeline);
+    }
+
+    /// <summary>A row per server with the geometric mean of its tests' requests/s, and ours against redis-server's.</summary>
+    private void AddGeometricMeans(MarkdownTable table, List<RespResult> results, int pipeline)
+    {
+        double? redis = GeometricMean(results.Where(result => result.Server == "redis-server"));
+        foreach (string server in results.Select(result => result.Server).Distinct())
+        {
+            double? mean = GeometricMean(results.Where(result => result.Server == server));
+            double? ratio = server == "ours-resp" && redis is > 0 && mean is double ours ? ours / redis : null;
+            table.Row(CellText.Count(Clients), CellText.Count(pipeline), "geomean", server, CellText.Optional(mean, 0), "", "", "", "", "", CellText.Ratio(ratio));
+        }
+    }
+
+    private static double? GeometricMean(IEnumerable<RespResult> results)
+    {
+        double[] rates = [.. results.Select(result => result.RequestsPerSec)];
+        return rates.Length == 0 || rates.Any(rate => rate <= 0) ? null : Math.Exp(rates.Average(Math.Log));
     }
 
     /// <summary>One redis-benchmark run of every test against <paramref name="endPoint"/>; null when it failed (reported).</summary>
     private async Task<Run?> RunBenchmarkAsync(BenchReport report, string benchmark, IPEndPoint endPoint, ChildEchoServer? ours, int pipeline, int requests)
     {
         long? before = ours is null ? null : (await ours.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
-        RedisBenchmark.Run run = await RedisBenchmark.RunAsync(benchmark, endPoint, Clients, requests, pipeline, Tests).ConfigureAwait(false);
+        RedisBenchmark.Run run = await RedisBenchmark.RunAsync(benchmark, endPoint, Clients, requests, pipeline, Tests, options.Tls).ConfigureAwait(false);
         long? after = ours is null ? null : (await ours.ReadStatsAsync().ConfigureAwait(false))?.AllocatedBytes;
         if (run.Failed)
         {

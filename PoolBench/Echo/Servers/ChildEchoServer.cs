@@ -150,7 +150,8 @@ internal sealed class ChildEchoServer : IEchoServer
     /// <summary>Our console host running the RESP sample (<c>resp</c>); TCP only, its stats as for echo.</summary>
     /// <param name="maxConnections">Its connection limit.</param>
     /// <param name="cpus">The CPUs to pin it to, as <c>taskset -c</c> takes them; null leaves it unpinned.</param>
-    public static Task<ChildEchoServer> StartOursRespAsync(int maxConnections, string? cpus) =>
+    /// <param name="extraArguments">More of the host's options, such as <c>--tls-cert</c>.</param>
+    public static Task<ChildEchoServer> StartOursRespAsync(int maxConnections, string? cpus, string[] extraArguments) =>
         StartAsync(
             "ours-resp",
             printsStats: true,
@@ -159,12 +160,7 @@ internal sealed class ChildEchoServer : IEchoServer
             RespReady,
             servesUdp: false,
             "dotnet",
-            Path.Combine(AppContext.BaseDirectory, "SocketServers.Host.dll"),
-            "resp",
-            "--port",
-            "0",
-            "--max-connections",
-            maxConnections.ToString(CultureInfo.InvariantCulture));
+            [Path.Combine(AppContext.BaseDirectory, "SocketServers.Host.dll"), "resp", "--port", "0", "--max-connections", maxConnections.ToString(CultureInfo.InvariantCulture), .. extraArguments]);
 
     public async ValueTask DisposeAsync()
     {
