@@ -72,46 +72,22 @@ public partial class UdpServer
         return true;
     }
 
-    /// <returns>Whether the receive loop (or thread) goes on.</returns>
+    /// <returns>Whether the receive loop (or thread) goes on (see <see cref="UdpReceiveErrors"/>).</returns>
     /// <exception cref="SocketException">An unexpected error, while the server runs.</exception>
     private bool OnReceiveFailed(PooledSocketArgs args, SocketError error)
     {
-        switch (error)
+        bool goesOn = UdpReceiveErrors.GoesOn(error, StoppingToken.IsCancellationRequested);
+        if (UdpReceiveErrors.IsTooLarge(error))
         {
-            case SocketError.Success:
-            case SocketError.MessageSize:
-                Drop(
-                    args,
-                    DroppedTooLarge,
-                    _oversizedWarnings,
-                    SocketServerLog.DatagramTooLarge,
-                    _maxDatagramSize);
-                return true;
-            case SocketError.ConnectionReset:
-            case SocketError.ConnectionRefused:
-            case SocketError.HostUnreachable:
-            case SocketError.NetworkUnreachable:
-            case SocketError.NetworkReset:
-            case SocketError.HostDown:
-                // An ICMP error about an earlier reply; the socket is fine. One can come per datagram, so the
-                // endpoint (read under the server's lock) is not read unless the line is logged.
-                if (Logger.IsEnabled(LogLevel.Debug))
-                {
-                    Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
-                }
-                return true;
-            case SocketError.OperationAborted:
-                return false;
-            default:
-                if (StoppingToken.IsCancellationRequested)
-                {
-                    return false;
-                }
-
-                // The socket itself failing: retried at once, it would likely fail at once again, for ever. End the
-                // loop as an unexpected exception does, which is logged and counted and starts it again after a pause.
-                throw new SocketException((int)error);
+            Drop(args, DroppedTooLarge, _oversizedWarnings, SocketServerLog.DatagramTooLarge, _maxDatagramSize);
         }
+        else if (UdpReceiveErrors.ReportsEarlierReply(error) && Logger.IsEnabled(LogLevel.Debug))
+        {
+            // The endpoint (read under the server's lock) is not read unless the line is logged.
+            Logger.ReceiveReportedEarlierReply(LocalEndPoint, error);
+        }
+
+        return goesOn;
     }
 
     /// <summary>Counts a datagram that is not answered and warns about it, as often as

@@ -114,13 +114,7 @@ public partial class UdpServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                int length = 0;
-                SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-                if (error == SocketError.Success)
-                {
-                    error = Receive(socket, args, sender, out length);
-                }
-
+                SocketError error = Receive(socket, args, sender, out int length);
                 if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
                 {
                     // Woken by the stop's shutdown, not by a datagram.

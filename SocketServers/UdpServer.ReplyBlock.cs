@@ -81,7 +81,7 @@ public partial class UdpServer
         AddressFamily family = lane.Socket.AddressFamily;
 
         // On a wildcard address the loop receives with the address each datagram was sent to (see
-        // ReceiveWithDestination), and the socket writes each sender's address here; otherwise unused.
+        // ReceiveWithDestinationAsync), and the socket writes each sender's address here; otherwise unused.
         SocketAddress? sender = _replyFromDestination ? new SocketAddress(family) : null;
         while (!stopping.IsCancellationRequested)
         {
@@ -94,38 +94,17 @@ public partial class UdpServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                SocketError error;
-                int length;
                 if (sender is null)
                 {
                     await StartReceive(args, lane.Socket).ConfigureAwait(false);
-                    error = args.SocketError;
-                    length = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
+                    args.DatagramLength = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
                 }
                 else
                 {
-                    // .NET's receive that reports the destination allocates it, so this one is made here: taken if
-                    // there, else waited for with a peek of no bytes, which wakes this loop without taking the datagram.
-                    while ((error = ReceiveWithDestination(lane.Socket, args, sender, out length)) == SocketError.WouldBlock)
-                    {
-                        await WaitForDatagram(args, lane.Socket).ConfigureAwait(false);
-                        args.SetBuffer(0, args.OwnBuffer.Length);
-                        args.SocketFlags = SocketFlags.None;
-                        if (args.SocketError == SocketError.OperationAborted)
-                        {
-                            error = SocketError.OperationAborted;
-                            break;
-                        }
-                    }
-
-                    if (error == SocketError.Success)
-                    {
-                        error = TakeSender(args, family, sender);
-                    }
+                    await ReceiveWithDestinationAsync(args, lane.Socket, sender).ConfigureAwait(false);
                 }
 
-                args.DatagramLength = length;
-                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
+                ReceiveOutcome outcome = Judge(args, args.SocketError, fits: args.DatagramLength <= _maxDatagramSize);
                 if (outcome == ReceiveOutcome.Stop)
                 {
                     break;
@@ -157,19 +136,12 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a test's
-    /// fault, or a socket already closed, ends it at once.</summary>
+    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a socket
+    /// already closed ends it at once.</summary>
     /// <returns>The receive, to await; then <see cref="SocketAsyncEventArgs.SocketError"/> says how it went
-    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed, or the fault's).</returns>
-    private ValueTask StartReceive(PooledSocketArgs args, Socket socket)
+    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed).</returns>
+    private static ValueTask StartReceive(PooledSocketArgs args, Socket socket)
     {
-        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-        if (fault != SocketError.Success)
-        {
-            args.SocketError = fault;
-            return default;
-        }
-
         // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
         args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
         try
@@ -184,18 +156,38 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
-    /// without waiting; a test's fault, or a socket already closed, ends it at once.</summary>
-    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
-    private SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    /// <summary>Receives one datagram into <paramref name="args"/> on <paramref name="socket"/> with the address it was
+    /// sent to, which .NET's own receive would allocate: taken if there, else waited for with a peek of no bytes, which
+    /// wakes this loop without taking the datagram.</summary>
+    /// <returns>A task that completes with the outcome in <paramref name="args"/>' <see cref="SocketAsyncEventArgs.SocketError"/>
+    /// and the length in its <see cref="PooledSocketArgs.DatagramLength"/>.</returns>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask ReceiveWithDestinationAsync(PooledSocketArgs args, Socket socket, SocketAddress sender)
     {
-        length = 0;
-        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-        if (fault != SocketError.Success)
+        SocketError error;
+        int length;
+        while ((error = ReceiveWithDestination(socket, args, sender, out length)) == SocketError.WouldBlock)
         {
-            return fault;
+            await WaitForDatagram(args, socket).ConfigureAwait(false);
+            args.SetBuffer(0, args.OwnBuffer.Length);
+            args.SocketFlags = SocketFlags.None;
+            if (args.SocketError == SocketError.OperationAborted)
+            {
+                error = SocketError.OperationAborted;
+                break;
+            }
         }
 
+        args.SocketError = error == SocketError.Success ? TakeSender(args, socket.AddressFamily, sender) : error;
+        args.DatagramLength = length;
+    }
+
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
+    /// without waiting; a socket already closed ends it at once.</summary>
+    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
+    private static SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    {
+        length = 0;
         try
         {
             return PacketInfoSocket.Receive(socket, args.OwnBuffer, sender, out args.ReplySource, out length, wait: false);

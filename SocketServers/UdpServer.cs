@@ -65,24 +65,22 @@ public partial class UdpServer : SocketServer
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, time: null, poolKind: "udp-args")
+        : this(options, handler, logger, time: null, poolKind: "udp-args")
     {
     }
 
-    /// <summary>Creates a UDP server that meets the faults a test injects.</summary>
+    /// <summary>Creates a UDP server whose per-sender reply limit runs on a test's clock.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="handler">What answers each datagram.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="time">The clock of the per-sender reply limit's windows; <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
-    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, TimeProvider? time, string poolKind)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolKind,
-            logger,
-            faults)
+            logger)
     {
         ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
