@@ -16,7 +16,6 @@ public partial class UdpServer
     private const string DroppedFromPrivilegedPort = "privileged_port";
     private const string DroppedFromEchoServerPort = "echo_server_port";
     private const string DroppedOverRateLimit = "rate_limited";
-    private const string DroppedReplyFailed = "reply_failed";
     private const string DroppedStopping = "stopping";
 
     // One limiter per kind of line, so that a flood of one kind leaves the others their lines.
@@ -100,19 +99,11 @@ public partial class UdpServer
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void Drop(PooledSocketArgs args, string reason, LogRateLimiter warnings, Action<ILogger, IPEndPoint?, int, string> warning, int limit)
     {
-        CountDatagramDropped(reason);
+        _outcomes.Dropped(reason);
         if (Logger.IsEnabled(LogLevel.Warning) && warnings.TryAcquire(out long suppressed))
         {
-            warning(Logger, SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
+            warning(Logger, UdpDatagramOutcomes.SenderOf(args), limit, LogRateLimiter.SuppressedNote(suppressed));
         }
-    }
-
-    /// <summary>Counts a datagram that is not answered: in <see cref="SocketServerCounters.Drops"/>, and in the
-    /// meter's socketservers.dropped_datagrams with <paramref name="reason"/>.</summary>
-    private void CountDatagramDropped(string reason)
-    {
-        Count.Dropped();
-        SocketServerMetrics.DatagramDropped(this, reason);
     }
 
     /// <summary>What a receive loop does with a receive's outcome.</summary>

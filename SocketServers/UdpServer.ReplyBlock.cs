@@ -78,11 +78,10 @@ public partial class UdpServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
-        AddressFamily family = lane.Socket.AddressFamily;
 
         // On a wildcard address the loop receives with the address each datagram was sent to (see
-        // ReceiveWithDestinationAsync), and the socket writes each sender's address here; otherwise unused.
-        SocketAddress? sender = _replyFromDestination ? new SocketAddress(family) : null;
+        // TakeDatagram), and the socket writes each sender's address here; otherwise unused.
+        SocketAddress? sender = _replyFromDestination ? new SocketAddress(lane.Socket.AddressFamily) : null;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -101,7 +100,10 @@ public partial class UdpServer
                 }
                 else
                 {
-                    await ReceiveWithDestinationAsync(args, lane.Socket, sender).ConfigureAwait(false);
+                    for (bool waited = false; !TakeDatagram(args, lane.Socket, sender, waited); waited = true)
+                    {
+                        await WaitForDatagram(args, lane.Socket).ConfigureAwait(false);
+                    }
                 }
 
                 ReceiveOutcome outcome = Judge(args, args.SocketError, fits: args.DatagramLength <= _maxDatagramSize);
@@ -115,15 +117,11 @@ public partial class UdpServer
                     // The block owns the args from here (it may already be replied to and reused when this
                     // returns); a full block makes this receive loop wait.
                     handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
-                    if (!handedOver)
-                    {
-                        CountDatagramDropped(DroppedStopping);
-                    }
                 }
             }
             catch (OperationCanceledException)
             {
-                CountDatagramDropped(DroppedStopping);
+                _outcomes.Dropped(DroppedStopping);
                 break;
             }
             finally
@@ -156,30 +154,37 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Receives one datagram into <paramref name="args"/> on <paramref name="socket"/> with the address it was
-    /// sent to, which .NET's own receive would allocate: taken if there, else waited for with a peek of no bytes, which
-    /// wakes this loop without taking the datagram.</summary>
-    /// <returns>A task that completes with the outcome in <paramref name="args"/>' <see cref="SocketAsyncEventArgs.SocketError"/>
-    /// and the length in its <see cref="PooledSocketArgs.DatagramLength"/>.</returns>
-    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask ReceiveWithDestinationAsync(PooledSocketArgs args, Socket socket, SocketAddress sender)
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/> into <paramref name="args"/>, with the address it
+    /// was sent to, which .NET's own receive would allocate; if none waits, the caller waits for one with a peek of no
+    /// bytes (<see cref="WaitForDatagram"/>), which wakes the loop without taking it, and calls this again.</summary>
+    /// <param name="args">The args; on <see langword="true"/>, its <see cref="SocketAsyncEventArgs.SocketError"/> and
+    /// <see cref="PooledSocketArgs.DatagramLength"/> give the outcome.</param>
+    /// <param name="socket">The lane's socket.</param>
+    /// <param name="sender">Where the socket writes the sender's address.</param>
+    /// <param name="waited">Whether a peek ran before this call, whose buffer and flags are undone here.</param>
+    /// <returns>Whether the receive ended: a datagram, an error, or the socket closed during the wait.</returns>
+    private static bool TakeDatagram(PooledSocketArgs args, Socket socket, SocketAddress sender, bool waited)
     {
-        SocketError error;
-        int length;
-        while ((error = ReceiveWithDestination(socket, args, sender, out length)) == SocketError.WouldBlock)
+        if (waited)
         {
-            await WaitForDatagram(args, socket).ConfigureAwait(false);
             args.SetBuffer(0, args.OwnBuffer.Length);
             args.SocketFlags = SocketFlags.None;
             if (args.SocketError == SocketError.OperationAborted)
             {
-                error = SocketError.OperationAborted;
-                break;
+                args.DatagramLength = 0;
+                return true;
             }
+        }
+
+        SocketError error = ReceiveWithDestination(socket, args, sender, out int length);
+        if (error == SocketError.WouldBlock)
+        {
+            return false;
         }
 
         args.SocketError = error == SocketError.Success ? TakeSender(args, socket.AddressFamily, sender) : error;
         args.DatagramLength = length;
+        return true;
     }
 
     /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
@@ -268,7 +273,7 @@ public partial class UdpServer
 
         /// <summary>Gives a received datagram to the block, waiting while it is full.</summary>
         /// <returns>Whether the block took it (and with it the args); <see langword="false"/> once it declines for good
-        /// (stopping).</returns>
+        /// (stopping), when the datagram is counted as dropped.</returns>
         public ValueTask<bool> HandOverAsync(PooledSocketArgs args, CancellationToken stopping)
         {
             if (_replies.Post(args))
@@ -305,6 +310,10 @@ public partial class UdpServer
                 {
                     WakeReplier();
                 }
+                else
+                {
+                    _server._outcomes.Dropped(DroppedStopping);
+                }
 
                 return taken;
             }
@@ -322,7 +331,7 @@ public partial class UdpServer
             {
                 // The grace period is over and the socket closed: what the block still holds goes unanswered, and
                 // never reaches the handler (a call the stop went on without may only now have returned).
-                _server.CountDatagramDropped(DroppedStopping);
+                _server._outcomes.Dropped(DroppedStopping);
                 _server.Pool.Release(args.Slot);
                 return;
             }
@@ -337,7 +346,7 @@ public partial class UdpServer
             }
             catch (Exception ex)
             {
-                _server.OnReplyFaulted(ex);
+                _server._outcomes.ReplyFaulted(ex);
             }
 
             WaitForNextDatagram();

@@ -1,7 +1,6 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
@@ -42,9 +41,8 @@ public partial class UdpServer : SocketServer
     // Counts replies per sender; null when there is no limit.
     private readonly EndpointRateLimiter? _replyLimiter;
 
-    // Lines about replies that failed or threw: a few a second each.
-    private readonly LogRateLimiter _replyWarnings = new();
-    private readonly LogRateLimiter _replyFaults = new();
+    // How each datagram ended: counted, metered and logged.
+    private readonly UdpDatagramOutcomes _outcomes;
 
     // The bound sockets (see _socketCount); set by StartCore before any receive starts.
     private Socket[] _sockets = [];
@@ -84,6 +82,7 @@ public partial class UdpServer : SocketServer
     {
         ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
+        _outcomes = new UdpDatagramOutcomes(this, Count, Logger, IsEcho);
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
         _concurrentReceives = ReceivesFor(options);
@@ -274,7 +273,7 @@ public partial class UdpServer : SocketServer
             {
                 // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
                 // ends the reply; the exception is reported, the datagram counted when the reply ends.
-                OnReplyFaulted(ex, byHandler: true);
+                _outcomes.ReplyFaulted(ex, byHandler: true);
                 failure = null;
                 return false;
             }
@@ -348,96 +347,11 @@ public partial class UdpServer : SocketServer
     {
         try
         {
-            CountReply(args, length, exception);
+            _outcomes.Replied(args, length, exception);
         }
         finally
         {
             Pool.Release(args.Slot);
         }
     }
-
-    /// <summary>Counts and logs a finished reply: sent (or none, for <see cref="UdpDatagramHandler.NoReply"/>), or
-    /// failed.</summary>
-    private void CountReply(PooledSocketArgs args, int length, Exception? exception)
-    {
-        if (exception is null)
-        {
-            bool replied = length != UdpDatagramHandler.NoReply;
-            Count.DatagramHandled(replied ? length : 0);
-            if (Logger.IsEnabled(LogLevel.Trace))
-            {
-                if (replied)
-                {
-                    Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
-                }
-                else
-                {
-                    Logger.DatagramNotAnswered(SenderOf(args));
-                }
-            }
-        }
-        else
-        {
-            CountDatagramDropped(DroppedReplyFailed);
-            switch (exception)
-            {
-                case SocketException socketException:
-                    if (Logger.IsEnabled(LogLevel.Debug))
-                    {
-                        Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
-                    }
-                    break;
-                case ObjectDisposedException:
-                    // The socket was closed at the end of the stop grace period.
-                    break;
-                default:
-                    if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
-                    {
-                        Logger.ReplyFailed(
-                            exception,
-                            SenderOf(args),
-                            LogRateLimiter.SuppressedNote(suppressed));
-                    }
-                    break;
-            }
-        }
-    }
-
-    /// <summary>Counts and logs an exception out of a reply, or out of a handler after it deferred its reply; a logger
-    /// that fails here too is ignored, so that the receives and replies go on.</summary>
-    /// <param name="exception">What was thrown.</param>
-    /// <param name="byHandler">Whether the handler threw it, which is its own failure (a warning, as when it throws
-    /// without deferring), not the server's (an error).</param>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void OnReplyFaulted(Exception exception, bool byHandler = false)
-    {
-        SocketServerMetrics.Error(this, byHandler ? "handler" : "reply", SocketServerMetrics.ErrorType(exception));
-        try
-        {
-            if (Logger.IsEnabled(byHandler ? LogLevel.Warning : LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
-            {
-                string note = LogRateLimiter.SuppressedNote(suppressed);
-                if (byHandler)
-                {
-                    Logger.HandlerThrewAfterDeferring(exception, LocalEndPoint, note);
-                }
-                else
-                {
-                    Logger.ReplyFaulted(exception, LocalEndPoint, note);
-                }
-            }
-        }
-        catch (Exception)
-        {
-            // The logger failed as well: the metric has counted the fault.
-        }
-    }
-
-    /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
-    /// the args' own endpoint changes with its next receive.</summary>
-    private static IPEndPoint? SenderOf(PooledSocketArgs args) => args.RemoteEndPoint switch
-    {
-        ReusableIPEndPoint reusable => reusable.Snapshot(),
-        var other => other as IPEndPoint,
-    };
 }
