@@ -1,14 +1,12 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
-using System.Threading.Tasks.Sources;
 
 namespace SocketServers.Internal;
 
 /// <summary>
-/// A send or a receive of a <see cref="TcpClientConnection"/>, made awaitable without allocating: a
-/// <see cref="SocketAsyncEventArgs"/> that is its own <see cref="IValueTaskSource{TResult}"/>, reused for every
-/// operation of its kind on the connection.
+/// A send or a receive of a <see cref="TcpClientConnection"/>, awaitable without allocating
+/// (<see cref="AwaitableSocketArgs"/>) and reused for every operation of its kind on the connection.
 /// </summary>
 /// <remarks>
 /// One operation at a time, guarded by <see cref="_inFlight"/>: set by <see cref="Start"/>, cleared when an operation
@@ -17,7 +15,7 @@ namespace SocketServers.Internal;
 /// recurse. The token's registration is disposed before the operation ends: a cancellation that closed the socket
 /// has then finished, and turns the outcome into <see cref="OperationCanceledException"/> whatever the socket said.
 /// </remarks>
-internal sealed class TcpClientOperation : SocketAsyncEventArgs, IValueTaskSource<int>, IValueTaskSource
+internal sealed class TcpClientOperation : AwaitableSocketArgs
 {
     private static readonly Action<object?, CancellationToken> s_cancel = static (state, token) =>
     {
@@ -27,9 +25,6 @@ internal sealed class TcpClientOperation : SocketAsyncEventArgs, IValueTaskSourc
 
     private readonly TcpClientConnection _connection;
     private readonly bool _isSend;
-
-    // Completed once per operation that went asynchronous; reset as each operation starts.
-    private ManualResetValueTaskSourceCore<int> _source;
 
     // 1 from the start of an operation until it ends; the guard against two at once.
     private int _inFlight;
@@ -42,7 +37,6 @@ internal sealed class TcpClientOperation : SocketAsyncEventArgs, IValueTaskSourc
     private Exception? _thrown;
 
     public TcpClientOperation(TcpClientConnection connection, bool isSend)
-        : base(unsafeSuppressExecutionContextFlow: true)
     {
         _connection = connection;
         _isSend = isSend;
@@ -70,8 +64,8 @@ internal sealed class TcpClientOperation : SocketAsyncEventArgs, IValueTaskSourc
             return null;
         }
 
-        _source.Reset();
-        short version = _source.Version;
+        ResetSource();
+        short version = Version;
         SetBuffer(buffer);
         _token = cancellationToken;
         if (cancellationToken.CanBeCanceled)
@@ -114,37 +108,16 @@ internal sealed class TcpClientOperation : SocketAsyncEventArgs, IValueTaskSourc
         Exception? failure = End(out int result, endsFlight: false);
         if (failure is null)
         {
-            _source.SetResult(result);
+            SetResult(result);
         }
         else
         {
-            _source.SetException(failure);
+            SetException(failure);
         }
     }
 
-    int IValueTaskSource<int>.GetResult(short token)
-    {
-        try
-        {
-            return _source.GetResult(token);
-        }
-        finally
-        {
-            Volatile.Write(ref _inFlight, 0);
-        }
-    }
-
-    void IValueTaskSource.GetResult(short token) => ((IValueTaskSource<int>)this).GetResult(token);
-
-    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
-
-    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-        => _source.OnCompleted(continuation, state, token, flags);
-
-    ValueTaskSourceStatus IValueTaskSource<int>.GetStatus(short token) => _source.GetStatus(token);
-
-    void IValueTaskSource<int>.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-        => _source.OnCompleted(continuation, state, token, flags);
+    // The outcome is read: the next operation may start.
+    protected override void OnOutcomeRead() => Volatile.Write(ref _inFlight, 0);
 
     /// <summary>Makes socket calls until one is pending (false) or the operation is done (true).</summary>
     private bool Drive()
