@@ -27,7 +27,7 @@ public partial class UdpServer : IUdpReplyOwner
             if (_deferredLetGo)
             {
                 // Still waiting when the server stopped, however the handle ends: not answered.
-                _outcomes.Dropped(DroppedStopping);
+                _outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 return;
             }
 

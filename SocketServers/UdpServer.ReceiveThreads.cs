@@ -126,13 +126,13 @@ public partial class UdpServer
                     error = TakeSender(args, family, sender);
                 }
 
-                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
-                if (outcome == ReceiveOutcome.Stop)
+                UdpDatagramFilter.Outcome outcome = _filter.Judge(args, error, length);
+                if (outcome == UdpDatagramFilter.Outcome.Stop)
                 {
                     break;
                 }
 
-                if (outcome == ReceiveOutcome.Answer)
+                if (outcome == UdpDatagramFilter.Outcome.Answer)
                 {
                     // EndReply returns the args to the pool, whatever the send did; a deferred reply, once it ends.
                     replied = true;

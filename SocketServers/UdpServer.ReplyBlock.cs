@@ -106,13 +106,13 @@ public partial class UdpServer
                     }
                 }
 
-                ReceiveOutcome outcome = Judge(args, args.SocketError, fits: args.DatagramLength <= _maxDatagramSize);
-                if (outcome == ReceiveOutcome.Stop)
+                UdpDatagramFilter.Outcome outcome = _filter.Judge(args, args.SocketError, args.DatagramLength);
+                if (outcome == UdpDatagramFilter.Outcome.Stop)
                 {
                     break;
                 }
 
-                if (outcome == ReceiveOutcome.Answer)
+                if (outcome == UdpDatagramFilter.Outcome.Answer)
                 {
                     // The block owns the args from here (it may already be replied to and reused when this
                     // returns); a full block makes this receive loop wait.
@@ -121,7 +121,7 @@ public partial class UdpServer
             }
             catch (OperationCanceledException)
             {
-                _outcomes.Dropped(DroppedStopping);
+                _outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 break;
             }
             finally
@@ -312,7 +312,7 @@ public partial class UdpServer
                 }
                 else
                 {
-                    _server._outcomes.Dropped(DroppedStopping);
+                    _server._outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 }
 
                 return taken;
@@ -331,7 +331,7 @@ public partial class UdpServer
             {
                 // The grace period is over and the socket closed: what the block still holds goes unanswered, and
                 // never reaches the handler (a call the stop went on without may only now have returned).
-                _server._outcomes.Dropped(DroppedStopping);
+                _server._outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 _server.Pool.Release(args.Slot);
                 return;
             }

@@ -22,7 +22,6 @@ public partial class UdpServer : SocketServer
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
     private readonly int _maxPendingDatagrams;
-    private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
     private readonly UdpDatagramHandler _handler;
 
@@ -35,20 +34,14 @@ public partial class UdpServer : SocketServer
     // Bound to a wildcard address, where Linux lets replies leave from the address each datagram was sent to.
     private readonly bool _replyFromDestination;
 
-    // Datagrams from source ports below this are dropped; 0 when every port is answered.
-    private readonly int _firstAnsweredPort;
-
-    // Counts replies per sender; null when there is no limit.
-    private readonly EndpointRateLimiter? _replyLimiter;
-
     // How each datagram ended: counted, metered and logged.
     private readonly UdpDatagramOutcomes _outcomes;
 
+    // Which datagrams are answered, and what a receive loop does after each receive.
+    private readonly UdpDatagramFilter _filter;
+
     // The bound sockets (see _socketCount); set by StartCore before any receive starts.
     private Socket[] _sockets = [];
-
-    // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
-    private int _ownPort;
 
     // Completes when every receive loop (or thread) has ended and returned its args.
     private Task _receiveLoops = Task.CompletedTask;
@@ -88,12 +81,10 @@ public partial class UdpServer : SocketServer
         _concurrentReceives = ReceivesFor(options);
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
-        _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
-        _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         // Milliseconds since now: the limiter packs its window into the high bits, which a large timestamp would overflow.
         long since = time?.GetTimestamp() ?? 0;
         Func<long>? clock = time is null || time == TimeProvider.System ? null : () => (time.GetTimestamp() - since) / (time.TimestampFrequency / 1000);
-        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond, clock) : null;
+        _filter = new UdpDatagramFilter(options, clock, this, Logger, _outcomes, StoppingToken);
         _socketCount = SocketsFor(options);
         _receiveBufferSize = options.ReceiveBufferSize;
         _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
@@ -120,7 +111,7 @@ public partial class UdpServer : SocketServer
         CreatePool(bound, _processing == UdpProcessing.ReplyBlock || !IsEcho
             ? PendingCapacity(_maxPendingDatagrams, _socketCount) + _concurrentReceives
             : _concurrentReceives);
-        _ownPort = bound.Port;
+        _filter.Bound(bound.Port);
         _sockets = sockets;
         try
         {
@@ -135,7 +126,7 @@ public partial class UdpServer : SocketServer
             throw;
         }
 
-        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
+        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, _filter.DroppedSourcesText());
         return bound;
     }
 

@@ -15,6 +15,9 @@ internal sealed class UdpDatagramOutcomes
     /// <summary>The reason a socketservers.dropped_datagrams measurement carries for a reply that failed.</summary>
     public const string DroppedReplyFailed = "reply_failed";
 
+    /// <summary>The reason for a datagram received but not answered because the server stopped.</summary>
+    public const string DroppedStopping = "stopping";
+
     private readonly SocketServer _server;
     private readonly LiveCounters _count;
     private readonly ILogger _logger;
