@@ -60,8 +60,19 @@ public sealed class IdleAndSlowConnectionSweepTests
     /// <paramref name="settings"/> say, and one more, whose start shows the last of them over; then stops it.</summary>
     private static async Task SweepAsync(Connections test, SweepSettings settings, CancellationToken cancellationToken)
     {
+        // Each sweep reads its clock once, first; the connections, whose loops never run, read their own.
         int sweeps = 0;
-        var sweep = new IdleAndSlowConnectionSweep(settings.IdleTimeout, settings.MinDataRate, s_window, () => Interlocked.Increment(ref sweeps), test.Time, test.Owner.Clock);
+        Func<long> clock = test.Owner.Clock!;
+        var sweep = new IdleAndSlowConnectionSweep(
+            settings.IdleTimeout,
+            settings.MinDataRate,
+            s_window,
+            test.Time,
+            () =>
+            {
+                Interlocked.Increment(ref sweeps);
+                return clock();
+            });
         test.AddTo(sweep);
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         Task sweeping = sweep.RunAsync(() => settings.WaitingClients, stop.Token);

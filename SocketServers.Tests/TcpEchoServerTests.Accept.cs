@@ -66,18 +66,12 @@ public sealed partial class TcpEchoServerTests
     [CancelAfter(10_000)]
     public async Task Accept_SetUpOfOneSocketThrows_ClosesItReleasesItsSlotAndKeepsAccepting(CancellationToken cancellationToken)
     {
-        int setUps = 0;
-        var faults = new FaultInjection
-        {
-            BeforeConnectionSetup = _ =>
-            {
-                if (Interlocked.Increment(ref setUps) == 1)
-                {
-                    throw new SocketException((int)SocketError.ConnectionReset);
-                }
-            },
-        };
-        await using var server = await StartAsync(options => options.MaxConnections = 1, faults, cancellationToken);
+        // The set-up reads the connection's first timestamp: that read throws, once.
+        var time = new FaultyTimeProvider();
+        TcpEchoServerOptions options = LoopbackOptions();
+        options.MaxConnections = 1;
+        await using var server = await Started.StartAsync(new TcpEchoServer(options, logger: null, time), cancellationToken);
+        time.FailNextRead();
 
         using Socket failed = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         int read;
@@ -93,7 +87,7 @@ public sealed partial class TcpEchoServerTests
         Assert.That(read, Is.Zero, "the failed connection is closed");
         await AssertStillServesAsync(server, cancellationToken);
         Assert.That(server.Counters.Drops, Is.EqualTo(1));
-        Assert.That(setUps, Is.EqualTo(2));
+        Assert.That(time.Failures, Is.EqualTo(1), "the set-up met the fault");
     }
 
     [Test]

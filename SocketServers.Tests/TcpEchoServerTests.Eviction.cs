@@ -128,7 +128,7 @@ public sealed partial class TcpEchoServerTests
         options.MaxConnections = Slots;
         options.SlowConnectionWindow = window;
         options.IdleTimeout = Timeout.InfiniteTimeSpan;
-        await using var server = new TcpEchoServer(options, logger: null, faults: null, time);
+        await using var server = new TcpEchoServer(options, logger: null, time);
         await server.StartAsync(cancellationToken);
         var slow = new List<Socket>();
         try

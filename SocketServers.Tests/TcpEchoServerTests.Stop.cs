@@ -86,7 +86,7 @@ public sealed partial class TcpEchoServerTests
         TcpEchoServerOptions options = LoopbackOptions();
         options.StopGracePeriod = TimeSpan.FromDays(1);
         options.IdleTimeout = Timeout.InfiniteTimeSpan;
-        var server = await Started.StartAsync(new TcpEchoServer(options, logger: null, faults: null, time), cancellationToken);
+        var server = await Started.StartAsync(new TcpEchoServer(options, logger: null, time), cancellationToken);
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         try
         {

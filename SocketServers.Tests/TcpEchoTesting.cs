@@ -1,6 +1,5 @@
 using System.Net;
 using PoolLib.Tests;
-using SocketServers.Internal;
 
 namespace SocketServers.Tests;
 
@@ -15,15 +14,10 @@ internal static class TcpEchoTesting
 
     /// <summary>Starts a server on 127.0.0.1, port 0, with what <paramref name="configure"/> sets.</summary>
     public static Task<TcpEchoServer> StartAsync(Action<TcpEchoServerOptions>? configure = null, CancellationToken cancellationToken = default)
-        => StartAsync(configure, faults: null, cancellationToken);
-
-    /// <summary>Starts a server on 127.0.0.1, port 0, with what <paramref name="configure"/> sets, that meets
-    /// <paramref name="faults"/>.</summary>
-    public static Task<TcpEchoServer> StartAsync(Action<TcpEchoServerOptions>? configure, FaultInjection? faults, CancellationToken cancellationToken)
     {
         TcpEchoServerOptions options = LoopbackOptions();
         configure?.Invoke(options);
-        return Started.StartAsync(new TcpEchoServer(options, logger: null, faults), cancellationToken);
+        return Started.StartAsync(new TcpEchoServer(options), cancellationToken);
     }
 
     /// <summary>Waits until no connection is open and every args but the accept loop's is back in the pool.</summary>

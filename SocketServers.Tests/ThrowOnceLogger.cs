@@ -3,9 +3,9 @@ using Microsoft.Extensions.Logging.Testing;
 
 namespace SocketServers.Tests;
 
-/// <summary>A logging provider that fails once: every level is enabled, every line goes to <see cref="Records"/>,
-/// except the first that starts with a given text, which throws instead.</summary>
-internal sealed class ThrowOnceLogger(string linePrefix) : ILogger
+/// <summary>A logging provider that fails once, or a given number of times: every level is enabled, every line goes to
+/// <see cref="Records"/>, except the first (or first few) that start with a given text, which throw instead.</summary>
+internal sealed class ThrowOnceLogger(string linePrefix, int times = 1) : ILogger
 {
     private int _thrown;
 
@@ -18,7 +18,7 @@ internal sealed class ThrowOnceLogger(string linePrefix) : ILogger
 
     public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
     {
-        if (formatter(state, exception).StartsWith(linePrefix, StringComparison.Ordinal) && Interlocked.Exchange(ref _thrown, 1) == 0)
+        if (formatter(state, exception).StartsWith(linePrefix, StringComparison.Ordinal) && Interlocked.Increment(ref _thrown) <= times)
         {
             throw new InvalidOperationException($"injected logging fault on '{linePrefix}'");
         }

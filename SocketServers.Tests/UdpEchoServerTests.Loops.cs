@@ -71,7 +71,7 @@ public sealed partial class UdpEchoServerTests
         {
             Address = IPAddress.Loopback, Port = 0, Processing = processing, ConcurrentReceives = 1, MaxRepliesPerEndpointPerSecond = Limit,
         };
-        await using UdpEchoServer limited = await Started.StartAsync(new UdpEchoServer(options, logger: null, faults: null, new FakeTimeProvider()), cancellationToken);
+        await using UdpEchoServer limited = await Started.StartAsync(new UdpEchoServer(options, logger: null, new FakeTimeProvider()), cancellationToken);
         await using UdpEchoServer other = await StartAsync(options => options.ConcurrentReceives = 1, cancellationToken);
         using var meter = MeterReader.ForServer(limited.LocalEndPoint!.Port);
 

@@ -55,10 +55,9 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
     // Set once the stop closed work in flight at the end of the grace period.
     private bool _stopCutShort;
 
-    private protected SocketServer(SocketServerOptions options, int bufferSize, string poolKind, ILogger? logger, FaultInjection? faults)
+    private protected SocketServer(SocketServerOptions options, int bufferSize, string poolKind, ILogger? logger)
     {
         Logger = logger ?? NullLogger.Instance;
-        Faults = faults ?? FaultInjection.None;
         _stoppingToken = _stopping.Token;
         _stopGracePeriod = options.StopGracePeriod;
         _reusePort = options.ReusePort;
@@ -129,9 +128,6 @@ public abstract class SocketServer : IHostedService, IAsyncDisposable, IDisposab
 
     /// <summary>Where the server logs; <see cref="NullLogger.Instance"/> when none was given.</summary>
     private protected ILogger Logger { get; }
-
-    /// <summary>The faults a test makes the server meet; <see cref="FaultInjection.None"/> outside tests.</summary>
-    private protected FaultInjection Faults { get; }
 
     /// <summary>Cancelled when the server begins to stop.</summary>
     private protected CancellationToken StoppingToken => _stoppingToken;

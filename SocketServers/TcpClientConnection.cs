@@ -1,9 +1,7 @@
-using System.Diagnostics.CodeAnalysis;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
-using System.Threading.Tasks.Sources;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
@@ -30,8 +28,8 @@ namespace SocketServers;
 public sealed class TcpClientConnection : IDisposable
 {
     private readonly Socket _socket;
-    private readonly Operation _receive;
-    private readonly Operation _send;
+    private readonly TcpClientOperation _receive;
+    private readonly TcpClientOperation _send;
     private readonly TcpClientPool _pool;
 
     // The first failure that broke the connection (a socket error, a cancellation, a disposal); null while it works.
@@ -51,8 +49,8 @@ public sealed class TcpClientConnection : IDisposable
         Id = id;
         RemoteEndPoint = socket.RemoteEndPoint!;
         LocalEndPoint = socket.LocalEndPoint!;
-        _receive = new Operation(this, isSend: false);
-        _send = new Operation(this, isSend: true);
+        _receive = new TcpClientOperation(this, isSend: false);
+        _send = new TcpClientOperation(this, isSend: true);
     }
 
     /// <summary>Gets the connection's number, unique within its pool and counted from 1 in the order the pool connected
@@ -194,9 +192,12 @@ public sealed class TcpClientConnection : IDisposable
         return true;
     }
 
+    /// <summary>Gets whether a cancellation in flight broke the connection.</summary>
+    internal bool WasCanceled => Volatile.Read(ref _failure) is OperationCanceledException;
+
     /// <summary>Makes the exception a failed socket call ends its operation with, and breaks the connection with it.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private Exception Fail(bool isSend, SocketError error, Exception? thrown)
+    internal Exception Fail(bool isSend, SocketError error, Exception? thrown)
     {
         string operation = isSend ? "Sending to" : "Receiving from";
         Exception failure = thrown switch
@@ -220,236 +221,30 @@ public sealed class TcpClientConnection : IDisposable
     }
 
     /// <summary>Breaks the connection for an operation cancelled in flight.</summary>
-    private void Cancel(bool isSend, CancellationToken token)
+    internal void Cancel(bool isSend, CancellationToken token)
     {
-        if (Break(new OperationCanceledException($"A {(isSend ? "send to" : "receive from")} {RemoteEndPoint} was cancelled; the connection is closed.", null, token)))
+        if (Break(Canceled(isSend, token)))
         {
             _pool.Logger.ClientConnectionCanceled(Id, RemoteEndPoint);
         }
     }
 
+    /// <summary>Makes the exception an operation cancelled in flight ends with.</summary>
+    internal OperationCanceledException Canceled(bool isSend, CancellationToken token)
+        => new($"A {(isSend ? "send to" : "receive from")} {RemoteEndPoint} was cancelled; the connection is closed.", null, token);
+
+    /// <summary>Notes that a receive found the end of the peer's stream, which breaks the connection.</summary>
+    internal void OnPeerEnded()
+    {
+        _ended = true;
+        _pool.Logger.ClientConnectionEnded(Id, RemoteEndPoint);
+    }
+
     /// <summary>Makes the exception an operation on a connection broken by an earlier failure ends with.</summary>
-    private Exception Broken() => Volatile.Read(ref _failure) switch
+    internal Exception Broken() => Volatile.Read(ref _failure) switch
     {
         ObjectDisposedException => new ObjectDisposedException(ToString()),
         { } failure => new IOException($"{this} is broken: {failure.Message}", failure),
         null => new IOException($"{this} is broken: the peer ended its stream."),
     };
-
-    /// <summary>
-    /// A send or a receive, made awaitable without allocating: a <see cref="SocketAsyncEventArgs"/> that is its own
-    /// <see cref="IValueTaskSource{TResult}"/>, reused for every operation of its kind
-    /// on the connection.
-    /// </summary>
-    /// <remarks>
-    /// One operation at a time, guarded by <see cref="_inFlight"/>: set by <see cref="Start"/>, cleared when the
-    /// operation ends, before its result is published, so that the awaiter may start the next at once. A send the kernel
-    /// took only part of goes on with the rest before it ends. Socket calls that complete synchronously loop, never
-    /// recurse. The token's registration is disposed before the operation ends: a cancellation that closed the socket
-    /// has then finished, and turns the outcome into <see cref="OperationCanceledException"/> whatever the socket said.
-    /// </remarks>
-    private sealed class Operation : SocketAsyncEventArgs, IValueTaskSource<int>, IValueTaskSource
-    {
-        private static readonly Action<object?, CancellationToken> s_cancel = static (state, token) =>
-        {
-            var operation = (Operation)state!;
-            operation._connection.Cancel(operation._isSend, token);
-        };
-
-        private readonly TcpClientConnection _connection;
-        private readonly bool _isSend;
-
-        // Completed once per operation that went asynchronous; reset as each operation starts.
-        private ManualResetValueTaskSourceCore<int> _source;
-
-        // 1 from the start of an operation until it ends; the guard against two at once.
-        private int _inFlight;
-
-        // The operation's token and its registration; written by the operation's own thread only.
-        private CancellationToken _token;
-        private CancellationTokenRegistration _registration;
-
-        // A socket call that threw instead of starting (the socket closed under it): the operation ends with it.
-        private Exception? _thrown;
-
-        public Operation(TcpClientConnection connection, bool isSend)
-            : base(unsafeSuppressExecutionContextFlow: true)
-        {
-            _connection = connection;
-            _isSend = isSend;
-        }
-
-        public bool InFlight => Volatile.Read(ref _inFlight) != 0;
-
-        /// <summary>Starts an operation on <paramref name="buffer"/>.</summary>
-        /// <returns>The version its outcome comes through this object with, when it went asynchronous; else
-        /// <see langword="null"/>, and the outcome is <paramref name="result"/> or <paramref name="failure"/>.</returns>
-        /// <exception cref="InvalidOperationException">An operation of this kind is in flight.</exception>
-        public short? Start(Memory<byte> buffer, CancellationToken cancellationToken, out int result, out Exception? failure)
-        {
-            if (Interlocked.Exchange(ref _inFlight, 1) != 0)
-            {
-                ThrowConcurrent(_isSend);
-            }
-
-            result = 0;
-            if (_connection.IsBroken || cancellationToken.IsCancellationRequested)
-            {
-                // Nothing started: a token cancelled before the call leaves the connection as it was.
-                failure = cancellationToken.IsCancellationRequested ? new OperationCanceledException(cancellationToken) : _connection.Broken();
-                Volatile.Write(ref _inFlight, 0);
-                return null;
-            }
-
-            _source.Reset();
-            short version = _source.Version;
-            SetBuffer(buffer);
-            _token = cancellationToken;
-            if (cancellationToken.CanBeCanceled)
-            {
-                _registration = cancellationToken.UnsafeRegister(s_cancel, this);
-            }
-
-            if (!Drive())
-            {
-                failure = null;
-                return version;
-            }
-
-            failure = End(out result);
-            return null;
-        }
-
-        // Socket calls that complete later land here: the rest of a partial send, or the end.
-        protected override void OnCompleted(SocketAsyncEventArgs e)
-        {
-            bool done;
-            try
-            {
-                done = IsDone() || Drive();
-            }
-            catch (ObjectDisposedException disposed)
-            {
-                // The connection was disposed under a send the kernel took part of: the rest cannot be sent.
-                _thrown = disposed;
-                done = true;
-            }
-
-            if (!done)
-            {
-                return;
-            }
-
-            // In flight until the awaiter has read the outcome (see GetResult): a new operation's Reset must not come
-            // between this SetResult and that read.
-            Exception? failure = End(out int result, endsFlight: false);
-            if (failure is null)
-            {
-                _source.SetResult(result);
-            }
-            else
-            {
-                _source.SetException(failure);
-            }
-        }
-
-        int IValueTaskSource<int>.GetResult(short token)
-        {
-            try
-            {
-                return _source.GetResult(token);
-            }
-            finally
-            {
-                Volatile.Write(ref _inFlight, 0);
-            }
-        }
-
-        void IValueTaskSource.GetResult(short token) => ((IValueTaskSource<int>)this).GetResult(token);
-
-        ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
-
-        void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-            => _source.OnCompleted(continuation, state, token, flags);
-
-        ValueTaskSourceStatus IValueTaskSource<int>.GetStatus(short token) => _source.GetStatus(token);
-
-        void IValueTaskSource<int>.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-            => _source.OnCompleted(continuation, state, token, flags);
-
-        /// <summary>Makes socket calls until one is pending (false) or the operation is done (true).</summary>
-        private bool Drive()
-        {
-            do
-            {
-                try
-                {
-                    if (_isSend ? _connection._socket.SendAsync(this) : _connection._socket.ReceiveAsync(this))
-                    {
-                        return false;
-                    }
-                }
-                catch (Exception thrown)
-                {
-                    _thrown = thrown;
-                    return true;
-                }
-            }
-            while (!IsDone());
-
-            return true;
-        }
-
-        /// <summary>Says whether the socket call just completed ends the operation; if not (a send the kernel took part
-        /// of), moves the buffer past what was sent.</summary>
-        private bool IsDone()
-        {
-            if (!_isSend || SocketError != SocketError.Success || BytesTransferred == Count)
-            {
-                return true;
-            }
-
-            SetBuffer(Offset + BytesTransferred, Count - BytesTransferred);
-            return false;
-        }
-
-        /// <summary>Ends the operation: its result, or the exception it fails with; and its flight, unless
-        /// <paramref name="endsFlight"/> leaves that to the awaiter's read of the outcome.</summary>
-        private Exception? End(out int result, bool endsFlight = true)
-        {
-            // Waits for a cancellation callback running now, so that the socket it closes is closed before the outcome is read.
-            _registration.Dispose();
-            _registration = default;
-            CancellationToken token = _token;
-            _token = default;
-
-            result = _isSend ? Offset + Count : BytesTransferred;
-            Exception? failure = null;
-            if (token.IsCancellationRequested && Volatile.Read(ref _connection._failure) is OperationCanceledException)
-            {
-                failure = new OperationCanceledException($"A {(_isSend ? "send to" : "receive from")} {_connection.RemoteEndPoint} was cancelled; the connection is closed.", null, token);
-            }
-            else if (_thrown is not null || SocketError != SocketError.Success)
-            {
-                failure = _connection.Fail(_isSend, SocketError, _thrown);
-            }
-            else if (!_isSend && result == 0 && Count != 0)
-            {
-                _connection._ended = true;
-                _connection._pool.Logger.ClientConnectionEnded(_connection.Id, _connection.RemoteEndPoint);
-            }
-
-            _thrown = null;
-            if (endsFlight)
-            {
-                Volatile.Write(ref _inFlight, 0);
-            }
-
-            return failure;
-        }
-
-        [DoesNotReturn, MethodImpl(MethodImplOptions.NoInlining)]
-        private static void ThrowConcurrent(bool isSend) =>
-            throw new InvalidOperationException($"Another {(isSend ? "send" : "receive")} on this connection is in flight: a connection takes one send and one receive at a time.");
-    }
 }

@@ -35,27 +35,17 @@ public sealed class TcpEchoServer : TcpServer
     /// Trace, failures at Warning and Error; <see langword="null"/> for nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public TcpEchoServer(TcpEchoServerOptions options, ILogger? logger)
-        : this(options, logger, faults: null)
+        : this(options, logger, time: null)
     {
     }
 
-    /// <summary>Creates a TCP echo server that meets the faults a test injects.</summary>
+    /// <summary>Creates a TCP echo server that runs its sweep and its connections' timestamps on a test's clock.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
-    internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, FaultInjection? faults)
-        : this(options, logger, faults, time: null)
-    {
-    }
-
-    /// <summary>Creates a TCP echo server that meets the faults a test injects and runs its sweep on a test's clock.</summary>
-    /// <param name="options">The settings, copied now.</param>
-    /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="time">What the idle and slow-connection sweep and the connections' timestamps run on;
     /// <see langword="null"/> for the system's.</param>
-    internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, FaultInjection? faults, TimeProvider? time)
-        : base(options, EchoConnectionHandler.Instance, logger, faults, time, poolKind: "tcp-echo")
+    internal TcpEchoServer(TcpEchoServerOptions options, ILogger? logger, TimeProvider? time)
+        : base(options, EchoConnectionHandler.Instance, logger, time, poolKind: "tcp-echo")
     {
     }
 

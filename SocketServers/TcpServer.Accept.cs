@@ -8,8 +8,6 @@ namespace SocketServers;
 
 public partial class TcpServer
 {
-    private static readonly TimeSpan s_acceptErrorBackoff = TimeSpan.FromMilliseconds(100);
-
     /// <summary>Accepts clients until the server stops.</summary>
     /// <exception cref="Exception">Anything unexpected; every args taken is back in the pool by then.</exception>
     private async Task AcceptLoopAsync(Socket listener)
@@ -35,7 +33,7 @@ public partial class TcpServer
                 error = await AcceptAsync(listener, slot).ConfigureAwait(false);
             }
 
-            if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
+            if (error != SocketError.Success && !await _acceptFailures.OnFailedAsync(error, stopping).ConfigureAwait(false))
             {
                 break;
             }
@@ -47,17 +45,14 @@ public partial class TcpServer
     private async ValueTask<SocketError> AcceptAsync(Socket listener, PoolSlot<SocketAsyncEventArgs> slot)
     {
         var args = (PooledSocketArgs)slot.Object;
-        SocketError error = Faults.BeforeAccept?.Invoke() ?? SocketError.Success;
+        SocketError error;
         try
         {
-            if (error == SocketError.Success)
-            {
-                // No buffer: an accept with one would also wait for the client's first bytes.
-                args.AcceptSocket = null;
-                args.SetBuffer(null, 0, 0);
-                await args.AcceptAsync(listener).ConfigureAwait(false);
-                error = args.SocketError;
-            }
+            // No buffer: an accept with one would also wait for the client's first bytes.
+            args.AcceptSocket = null;
+            args.SetBuffer(null, 0, 0);
+            await args.AcceptAsync(listener).ConfigureAwait(false);
+            error = args.SocketError;
         }
         catch (ObjectDisposedException)
         {
@@ -88,11 +83,6 @@ public partial class TcpServer
     /// <returns>How the accept went.</returns>
     private async ValueTask<SocketError> AcceptWhileFullAsync(Socket listener, CancellationToken stopping)
     {
-        if (Faults.BeforeAccept?.Invoke() is { } injected and not SocketError.Success)
-        {
-            return injected;
-        }
-
         Socket accepted;
         try
         {
@@ -117,33 +107,6 @@ public partial class TcpServer
         }
 
         return SocketError.Success;
-    }
-
-    /// <summary>Handles an accept that failed: a client that left is skipped; any other failure is logged and
-    /// followed by a pause, since the listener stays readable while a client waits and an accept retried at once
-    /// would fail at once (out of file descriptors, for example).</summary>
-    /// <returns>Whether to accept again: not once the server stops.</returns>
-    private async ValueTask<bool> OnAcceptFailedAsync(SocketError error, CancellationToken stopping)
-    {
-        if (stopping.IsCancellationRequested || error == SocketError.OperationAborted)
-        {
-            return false;
-        }
-
-        if (error is SocketError.ConnectionAborted or SocketError.ConnectionReset)
-        {
-            Logger.AcceptClientLeft(LocalEndPoint, error);
-            return true;
-        }
-
-        SocketServerMetrics.Error(this, "accept", error.ToString());
-        if (Logger.IsEnabled(LogLevel.Warning) && _acceptWarnings.TryAcquire(out long suppressed))
-        {
-            Logger.AcceptFailed(LocalEndPoint, error, LogRateLimiter.SuppressedNote(suppressed));
-        }
-
-        await Task.Delay(s_acceptErrorBackoff, stopping).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
-        return !stopping.IsCancellationRequested;
     }
 
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
@@ -203,7 +166,6 @@ public partial class TcpServer
         SocketConnection connection;
         try
         {
-            Faults.BeforeConnectionSetup?.Invoke(socket);
             socket.NoDelay = true;
             connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
             if (!_perAddressLimit.TryClaim(connection.RemoteAddress))

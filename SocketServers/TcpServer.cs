@@ -40,9 +40,11 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     // The kind in the pools' names: tcp-echo for the echo server (tcp-echo-args@127.0.0.1:7007).
     private readonly string _poolKind;
 
-    // Warnings that a flood of failing clients could repeat without end: a few lines a second each.
-    private readonly LogRateLimiter _acceptWarnings = new();
+    // Warnings that a flood of failing clients could repeat without end: a few lines a second.
     private readonly LogRateLimiter _connectionWarnings = new();
+
+    // What the accept loop does after an accept that failed.
+    private readonly AcceptFailures _acceptFailures;
 
     // Open connections per client address, and whether one more may open.
     private readonly PerAddressConnectionLimit _perAddressLimit;
@@ -84,20 +86,19 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, time: null, poolKind: "tcp")
+        : this(options, handler, logger, time: null, poolKind: "tcp")
     {
     }
 
-    /// <summary>Creates a TCP server that meets the faults a test injects and runs its sweep on a test's clock.</summary>
+    /// <summary>Creates a TCP server that runs its sweep and its connections' timestamps on a test's clock.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="handler">The protocol: called for every connection.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="time">What the idle and slow-connection sweep and the connections' timestamps run on;
     /// <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the pools' names.</param>
-    private protected TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
-        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, poolKind: poolKind + "-args", logger, faults)
+    private protected TcpServer(TcpServerOptions options, TcpConnectionHandler handler, ILogger? logger, TimeProvider? time, string poolKind)
+        : base(options ?? throw new ArgumentNullException(nameof(options)), bufferSize: 0, poolKind: poolKind + "-args", logger)
     {
         ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
@@ -109,9 +110,10 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _maxConnections = options.MaxConnections;
         _rejectWhenFull = options.RejectWhenFull;
         _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
+        _acceptFailures = new AcceptFailures(this, Logger);
         time ??= TimeProvider.System;
         _clock = time == TimeProvider.System ? null : () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
-        _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep, time, _clock);
+        _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, time, _clock);
     }
 
     /// <inheritdoc/>

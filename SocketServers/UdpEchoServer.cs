@@ -33,17 +33,16 @@ public sealed class UdpEchoServer : UdpServer
     /// nowhere.</param>
     /// <exception cref="ArgumentNullException"><paramref name="options"/> is <see langword="null"/>.</exception>
     public UdpEchoServer(UdpEchoServerOptions options, ILogger? logger)
-        : this(options, logger, faults: null)
+        : this(options, logger, time: null)
     {
     }
 
-    /// <summary>Creates a UDP echo server that meets the faults a test injects.</summary>
+    /// <summary>Creates a UDP echo server whose per-sender reply limit runs on a test's clock.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="time">The clock of the per-sender reply limit's windows; <see langword="null"/> for the system's.</param>
-    internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, FaultInjection? faults, TimeProvider? time = null)
-        : base(options, EchoDatagramHandler.Instance, logger, faults, time, poolKind: "udp-echo-args")
+    internal UdpEchoServer(UdpEchoServerOptions options, ILogger? logger, TimeProvider? time)
+        : base(options, EchoDatagramHandler.Instance, logger, time, poolKind: "udp-echo-args")
     {
     }
 

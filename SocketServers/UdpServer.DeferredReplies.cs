@@ -27,16 +27,16 @@ public partial class UdpServer : IUdpReplyOwner
             if (_deferredLetGo)
             {
                 // Still waiting when the server stopped, however the handle ends: not answered.
-                CountDatagramDropped(DroppedStopping);
+                _outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 return;
             }
 
-            CountReply(args, length, failure);
+            _outcomes.Replied(args, length, failure);
         }
         catch (Exception ex)
         {
             // A logger that failed: not the sender's business.
-            OnReplyFaulted(ex);
+            _outcomes.ReplyFaulted(ex);
         }
     }
 

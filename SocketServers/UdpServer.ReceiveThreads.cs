@@ -114,13 +114,7 @@ public partial class UdpServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                int length = 0;
-                SocketError error = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-                if (error == SocketError.Success)
-                {
-                    error = Receive(socket, args, sender, out length);
-                }
-
+                SocketError error = Receive(socket, args, sender, out int length);
                 if (error == SocketError.Success && length == 0 && stopping.IsCancellationRequested)
                 {
                     // Woken by the stop's shutdown, not by a datagram.
@@ -132,13 +126,13 @@ public partial class UdpServer
                     error = TakeSender(args, family, sender);
                 }
 
-                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
-                if (outcome == ReceiveOutcome.Stop)
+                UdpDatagramFilter.Outcome outcome = _filter.Judge(args, error, length);
+                if (outcome == UdpDatagramFilter.Outcome.Stop)
                 {
                     break;
                 }
 
-                if (outcome == ReceiveOutcome.Answer)
+                if (outcome == UdpDatagramFilter.Outcome.Answer)
                 {
                     // EndReply returns the args to the pool, whatever the send did; a deferred reply, once it ends.
                     replied = true;

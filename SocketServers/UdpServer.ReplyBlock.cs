@@ -78,11 +78,10 @@ public partial class UdpServer
     private async Task ReceiveAndHandOverAsync(ReplyLane lane)
     {
         CancellationToken stopping = StoppingToken;
-        AddressFamily family = lane.Socket.AddressFamily;
 
         // On a wildcard address the loop receives with the address each datagram was sent to (see
-        // ReceiveWithDestination), and the socket writes each sender's address here; otherwise unused.
-        SocketAddress? sender = _replyFromDestination ? new SocketAddress(family) : null;
+        // TakeDatagram), and the socket writes each sender's address here; otherwise unused.
+        SocketAddress? sender = _replyFromDestination ? new SocketAddress(lane.Socket.AddressFamily) : null;
         while (!stopping.IsCancellationRequested)
         {
             if (await TakeSlotUnlessStoppingAsync().ConfigureAwait(false) is not { } slot)
@@ -94,57 +93,35 @@ public partial class UdpServer
             try
             {
                 var args = (PooledSocketArgs)slot.Object;
-                SocketError error;
-                int length;
                 if (sender is null)
                 {
                     await StartReceive(args, lane.Socket).ConfigureAwait(false);
-                    error = args.SocketError;
-                    length = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
+                    args.DatagramLength = (args.SocketFlags & SocketFlags.Truncated) == 0 ? args.BytesTransferred : int.MaxValue;
                 }
                 else
                 {
-                    // .NET's receive that reports the destination allocates it, so this one is made here: taken if
-                    // there, else waited for with a peek of no bytes, which wakes this loop without taking the datagram.
-                    while ((error = ReceiveWithDestination(lane.Socket, args, sender, out length)) == SocketError.WouldBlock)
+                    for (bool waited = false; !TakeDatagram(args, lane.Socket, sender, waited); waited = true)
                     {
                         await WaitForDatagram(args, lane.Socket).ConfigureAwait(false);
-                        args.SetBuffer(0, args.OwnBuffer.Length);
-                        args.SocketFlags = SocketFlags.None;
-                        if (args.SocketError == SocketError.OperationAborted)
-                        {
-                            error = SocketError.OperationAborted;
-                            break;
-                        }
-                    }
-
-                    if (error == SocketError.Success)
-                    {
-                        error = TakeSender(args, family, sender);
                     }
                 }
 
-                args.DatagramLength = length;
-                ReceiveOutcome outcome = Judge(args, error, fits: length <= _maxDatagramSize);
-                if (outcome == ReceiveOutcome.Stop)
+                UdpDatagramFilter.Outcome outcome = _filter.Judge(args, args.SocketError, args.DatagramLength);
+                if (outcome == UdpDatagramFilter.Outcome.Stop)
                 {
                     break;
                 }
 
-                if (outcome == ReceiveOutcome.Answer)
+                if (outcome == UdpDatagramFilter.Outcome.Answer)
                 {
                     // The block owns the args from here (it may already be replied to and reused when this
                     // returns); a full block makes this receive loop wait.
                     handedOver = await lane.HandOverAsync(args, stopping).ConfigureAwait(false);
-                    if (!handedOver)
-                    {
-                        CountDatagramDropped(DroppedStopping);
-                    }
                 }
             }
             catch (OperationCanceledException)
             {
-                CountDatagramDropped(DroppedStopping);
+                _outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 break;
             }
             finally
@@ -157,19 +134,12 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a test's
-    /// fault, or a socket already closed, ends it at once.</summary>
+    /// <summary>Starts the receive of one datagram into <paramref name="args"/> on <paramref name="socket"/>; a socket
+    /// already closed ends it at once.</summary>
     /// <returns>The receive, to await; then <see cref="SocketAsyncEventArgs.SocketError"/> says how it went
-    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed, or the fault's).</returns>
-    private ValueTask StartReceive(PooledSocketArgs args, Socket socket)
+    /// (<see cref="SocketError.OperationAborted"/> once the socket is closed).</returns>
+    private static ValueTask StartReceive(PooledSocketArgs args, Socket socket)
     {
-        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-        if (fault != SocketError.Success)
-        {
-            args.SocketError = fault;
-            return default;
-        }
-
         // The args' own endpoint, updated in place by the receive: no endpoint allocated per datagram.
         args.RemoteEndPoint = args.SenderEndPoint(socket.AddressFamily);
         try
@@ -184,18 +154,45 @@ public partial class UdpServer
         }
     }
 
-    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
-    /// without waiting; a test's fault, or a socket already closed, ends it at once.</summary>
-    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
-    private SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/> into <paramref name="args"/>, with the address it
+    /// was sent to, which .NET's own receive would allocate; if none waits, the caller waits for one with a peek of no
+    /// bytes (<see cref="WaitForDatagram"/>), which wakes the loop without taking it, and calls this again.</summary>
+    /// <param name="args">The args; on <see langword="true"/>, its <see cref="SocketAsyncEventArgs.SocketError"/> and
+    /// <see cref="PooledSocketArgs.DatagramLength"/> give the outcome.</param>
+    /// <param name="socket">The lane's socket.</param>
+    /// <param name="sender">Where the socket writes the sender's address.</param>
+    /// <param name="waited">Whether a peek ran before this call, whose buffer and flags are undone here.</param>
+    /// <returns>Whether the receive ended: a datagram, an error, or the socket closed during the wait.</returns>
+    private static bool TakeDatagram(PooledSocketArgs args, Socket socket, SocketAddress sender, bool waited)
     {
-        length = 0;
-        SocketError fault = Faults.BeforeReceive?.Invoke() ?? SocketError.Success;
-        if (fault != SocketError.Success)
+        if (waited)
         {
-            return fault;
+            args.SetBuffer(0, args.OwnBuffer.Length);
+            args.SocketFlags = SocketFlags.None;
+            if (args.SocketError == SocketError.OperationAborted)
+            {
+                args.DatagramLength = 0;
+                return true;
+            }
         }
 
+        SocketError error = ReceiveWithDestination(socket, args, sender, out int length);
+        if (error == SocketError.WouldBlock)
+        {
+            return false;
+        }
+
+        args.SocketError = error == SocketError.Success ? TakeSender(args, socket.AddressFamily, sender) : error;
+        args.DatagramLength = length;
+        return true;
+    }
+
+    /// <summary>Takes the datagram waiting on <paramref name="socket"/>, with its sender and the address it was sent to,
+    /// without waiting; a socket already closed ends it at once.</summary>
+    /// <returns>How it went; <see cref="SocketError.WouldBlock"/> when no datagram is there.</returns>
+    private static SocketError ReceiveWithDestination(Socket socket, PooledSocketArgs args, SocketAddress sender, out int length)
+    {
+        length = 0;
         try
         {
             return PacketInfoSocket.Receive(socket, args.OwnBuffer, sender, out args.ReplySource, out length, wait: false);
@@ -276,7 +273,7 @@ public partial class UdpServer
 
         /// <summary>Gives a received datagram to the block, waiting while it is full.</summary>
         /// <returns>Whether the block took it (and with it the args); <see langword="false"/> once it declines for good
-        /// (stopping).</returns>
+        /// (stopping), when the datagram is counted as dropped.</returns>
         public ValueTask<bool> HandOverAsync(PooledSocketArgs args, CancellationToken stopping)
         {
             if (_replies.Post(args))
@@ -313,6 +310,10 @@ public partial class UdpServer
                 {
                     WakeReplier();
                 }
+                else
+                {
+                    _server._outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
+                }
 
                 return taken;
             }
@@ -330,7 +331,7 @@ public partial class UdpServer
             {
                 // The grace period is over and the socket closed: what the block still holds goes unanswered, and
                 // never reaches the handler (a call the stop went on without may only now have returned).
-                _server.CountDatagramDropped(DroppedStopping);
+                _server._outcomes.Dropped(UdpDatagramOutcomes.DroppedStopping);
                 _server.Pool.Release(args.Slot);
                 return;
             }
@@ -345,7 +346,7 @@ public partial class UdpServer
             }
             catch (Exception ex)
             {
-                _server.OnReplyFaulted(ex);
+                _server._outcomes.ReplyFaulted(ex);
             }
 
             WaitForNextDatagram();

@@ -1,7 +1,6 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Net;
 using System.Net.Sockets;
-using System.Runtime.CompilerServices;
 using Microsoft.Extensions.Logging;
 using SocketServers.Internal;
 
@@ -23,7 +22,6 @@ public partial class UdpServer : SocketServer
     private readonly int _maxDatagramSize;
     private readonly int _concurrentReceives;
     private readonly int _maxPendingDatagrams;
-    private readonly int _maxRepliesPerEndpoint;
     private readonly UdpProcessing _processing;
     private readonly UdpDatagramHandler _handler;
 
@@ -36,21 +34,14 @@ public partial class UdpServer : SocketServer
     // Bound to a wildcard address, where Linux lets replies leave from the address each datagram was sent to.
     private readonly bool _replyFromDestination;
 
-    // Datagrams from source ports below this are dropped; 0 when every port is answered.
-    private readonly int _firstAnsweredPort;
+    // How each datagram ended: counted, metered and logged.
+    private readonly UdpDatagramOutcomes _outcomes;
 
-    // Counts replies per sender; null when there is no limit.
-    private readonly EndpointRateLimiter? _replyLimiter;
-
-    // Lines about replies that failed or threw: a few a second each.
-    private readonly LogRateLimiter _replyWarnings = new();
-    private readonly LogRateLimiter _replyFaults = new();
+    // Which datagrams are answered, and what a receive loop does after each receive.
+    private readonly UdpDatagramFilter _filter;
 
     // The bound sockets (see _socketCount); set by StartCore before any receive starts.
     private Socket[] _sockets = [];
-
-    // The port the server is bound to; datagrams from it are dropped. Set by StartCore before any receive starts.
-    private int _ownPort;
 
     // Completes when every receive loop (or thread) has ended and returned its args.
     private Task _receiveLoops = Task.CompletedTask;
@@ -65,38 +56,35 @@ public partial class UdpServer : SocketServer
     /// <exception cref="ArgumentNullException"><paramref name="options"/> or <paramref name="handler"/> is <see langword="null"/>.</exception>
     [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServer has no protected members for a subclass to reach.")]
     public UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger = null)
-        : this(options, handler, logger, faults: null, time: null, poolKind: "udp-args")
+        : this(options, handler, logger, time: null, poolKind: "udp-args")
     {
     }
 
-    /// <summary>Creates a UDP server that meets the faults a test injects.</summary>
+    /// <summary>Creates a UDP server whose per-sender reply limit runs on a test's clock.</summary>
     /// <param name="options">The settings, copied now.</param>
     /// <param name="handler">What answers each datagram.</param>
     /// <param name="logger">Where the server logs; <see langword="null"/> for nowhere.</param>
-    /// <param name="faults">The faults to inject; <see langword="null"/> for none.</param>
     /// <param name="time">The clock of the per-sender reply limit's windows; <see langword="null"/> for the system's.</param>
     /// <param name="poolKind">The kind in the args pool's name (<c>udp-args@127.0.0.1:7007</c>).</param>
-    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, FaultInjection? faults, TimeProvider? time, string poolKind)
+    private protected UdpServer(UdpServerOptions options, UdpDatagramHandler handler, ILogger? logger, TimeProvider? time, string poolKind)
         : base(
             options ?? throw new ArgumentNullException(nameof(options)),
             bufferSize: options.MaxDatagramSize + 1, // one spare byte shows a datagram that did not fit
             poolKind,
-            logger,
-            faults)
+            logger)
     {
         ArgumentNullException.ThrowIfNull(handler);
         _handler = handler;
+        _outcomes = new UdpDatagramOutcomes(this, Count, Logger, IsEcho);
         _endPoint = options.EndPoint;
         _maxDatagramSize = options.MaxDatagramSize;
         _concurrentReceives = ReceivesFor(options);
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
-        _firstAnsweredPort = options.AllowPrivilegedSourcePorts ? 0 : options.FirstAnsweredPort;
-        _maxRepliesPerEndpoint = options.MaxRepliesPerEndpointPerSecond;
         // Milliseconds since now: the limiter packs its window into the high bits, which a large timestamp would overflow.
         long since = time?.GetTimestamp() ?? 0;
         Func<long>? clock = time is null || time == TimeProvider.System ? null : () => (time.GetTimestamp() - since) / (time.TimestampFrequency / 1000);
-        _replyLimiter = options.MaxRepliesPerEndpointPerSecond > 0 ? new EndpointRateLimiter(options.MaxRepliesPerEndpointPerSecond, clock) : null;
+        _filter = new UdpDatagramFilter(options, clock, this, Logger, _outcomes, StoppingToken);
         _socketCount = SocketsFor(options);
         _receiveBufferSize = options.ReceiveBufferSize;
         _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));
@@ -123,7 +111,7 @@ public partial class UdpServer : SocketServer
         CreatePool(bound, _processing == UdpProcessing.ReplyBlock || !IsEcho
             ? PendingCapacity(_maxPendingDatagrams, _socketCount) + _concurrentReceives
             : _concurrentReceives);
-        _ownPort = bound.Port;
+        _filter.Bound(bound.Port);
         _sockets = sockets;
         try
         {
@@ -138,7 +126,7 @@ public partial class UdpServer : SocketServer
             throw;
         }
 
-        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, DroppedSourcesText());
+        Logger.UdpListening(Name, bound, _processing, _maxDatagramSize, _concurrentReceives, sockets.Length, sockets[0].ReceiveBufferSize, _filter.DroppedSourcesText());
         return bound;
     }
 
@@ -276,7 +264,7 @@ public partial class UdpServer : SocketServer
             {
                 // Deferred, then threw: the handle may have gone on to other code, which owns the buffer until it
                 // ends the reply; the exception is reported, the datagram counted when the reply ends.
-                OnReplyFaulted(ex, byHandler: true);
+                _outcomes.ReplyFaulted(ex, byHandler: true);
                 failure = null;
                 return false;
             }
@@ -350,96 +338,11 @@ public partial class UdpServer : SocketServer
     {
         try
         {
-            CountReply(args, length, exception);
+            _outcomes.Replied(args, length, exception);
         }
         finally
         {
             Pool.Release(args.Slot);
         }
     }
-
-    /// <summary>Counts and logs a finished reply: sent (or none, for <see cref="UdpDatagramHandler.NoReply"/>), or
-    /// failed.</summary>
-    private void CountReply(PooledSocketArgs args, int length, Exception? exception)
-    {
-        if (exception is null)
-        {
-            bool replied = length != UdpDatagramHandler.NoReply;
-            Count.DatagramHandled(replied ? length : 0);
-            if (Logger.IsEnabled(LogLevel.Trace))
-            {
-                if (replied)
-                {
-                    Logger.DatagramHandled(IsEcho ? "echoed" : "replied with", length, SenderOf(args));
-                }
-                else
-                {
-                    Logger.DatagramNotAnswered(SenderOf(args));
-                }
-            }
-        }
-        else
-        {
-            CountDatagramDropped(DroppedReplyFailed);
-            switch (exception)
-            {
-                case SocketException socketException:
-                    if (Logger.IsEnabled(LogLevel.Debug))
-                    {
-                        Logger.ReplySocketFailed(SenderOf(args), socketException.SocketErrorCode);
-                    }
-                    break;
-                case ObjectDisposedException:
-                    // The socket was closed at the end of the stop grace period.
-                    break;
-                default:
-                    if (Logger.IsEnabled(LogLevel.Warning) && _replyWarnings.TryAcquire(out long suppressed))
-                    {
-                        Logger.ReplyFailed(
-                            exception,
-                            SenderOf(args),
-                            LogRateLimiter.SuppressedNote(suppressed));
-                    }
-                    break;
-            }
-        }
-    }
-
-    /// <summary>Counts and logs an exception out of a reply, or out of a handler after it deferred its reply; a logger
-    /// that fails here too is ignored, so that the receives and replies go on.</summary>
-    /// <param name="exception">What was thrown.</param>
-    /// <param name="byHandler">Whether the handler threw it, which is its own failure (a warning, as when it throws
-    /// without deferring), not the server's (an error).</param>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void OnReplyFaulted(Exception exception, bool byHandler = false)
-    {
-        SocketServerMetrics.Error(this, byHandler ? "handler" : "reply", SocketServerMetrics.ErrorType(exception));
-        try
-        {
-            if (Logger.IsEnabled(byHandler ? LogLevel.Warning : LogLevel.Error) && _replyFaults.TryAcquire(out long suppressed))
-            {
-                string note = LogRateLimiter.SuppressedNote(suppressed);
-                if (byHandler)
-                {
-                    Logger.HandlerThrewAfterDeferring(exception, LocalEndPoint, note);
-                }
-                else
-                {
-                    Logger.ReplyFaulted(exception, LocalEndPoint, note);
-                }
-            }
-        }
-        catch (Exception)
-        {
-            // The logger failed as well: the metric has counted the fault.
-        }
-    }
-
-    /// <summary>An immutable copy of the args' sender for a log event (which may be formatted later), since
-    /// the args' own endpoint changes with its next receive.</summary>
-    private static IPEndPoint? SenderOf(PooledSocketArgs args) => args.RemoteEndPoint switch
-    {
-        ReusableIPEndPoint reusable => reusable.Snapshot(),
-        var other => other as IPEndPoint,
-    };
 }

@@ -18,7 +18,6 @@ internal sealed class IdleAndSlowConnectionSweep
     private readonly TimeSpan _idleTimeout;
     private readonly int _minDataRate;
     private readonly TimeSpan _slowConnectionWindow;
-    private readonly Action? _beforeSweep;
     private readonly TimeProvider _time;
     private readonly Func<long>? _clock;
 
@@ -30,15 +29,13 @@ internal sealed class IdleAndSlowConnectionSweep
     /// <param name="idleTimeout">How long a connection may neither receive nor send; <see cref="Timeout.InfiniteTimeSpan"/> for ever.</param>
     /// <param name="minDataRate">Bytes a second below which a connection is slow; 0 never evicts.</param>
     /// <param name="slowConnectionWindow">The window over which the rate is measured.</param>
-    /// <param name="beforeSweep">A test's fault, run at the start of each sweep; <see langword="null"/> for none.</param>
     /// <param name="time">What the sweep's timer runs on.</param>
     /// <param name="clock">The connections' clock (<see cref="ITcpConnectionOwner.Clock"/>), read on the same time.</param>
-    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, Action? beforeSweep, TimeProvider time, Func<long>? clock)
+    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, TimeProvider time, Func<long>? clock)
     {
         _idleTimeout = idleTimeout;
         _minDataRate = minDataRate;
         _slowConnectionWindow = slowConnectionWindow;
-        _beforeSweep = beforeSweep;
         _time = time;
         _clock = clock;
     }
@@ -91,7 +88,6 @@ internal sealed class IdleAndSlowConnectionSweep
             using var timer = new PeriodicTimer(TimeSpan.FromTicks(period), _time);
             while (await timer.WaitForNextTickAsync(stopping).ConfigureAwait(false))
             {
-                _beforeSweep?.Invoke();
                 SweepOnce(timeoutMs, windowMs, judgedAfterMs);
                 if (_slow.Count > 0 && waitingClients() is > 0 and int waiting)
                 {

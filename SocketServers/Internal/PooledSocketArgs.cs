@@ -1,11 +1,10 @@
 using System.Net.Sockets;
-using System.Threading.Tasks.Sources;
 using PoolLib;
 
 namespace SocketServers.Internal;
 
 /// <summary>The object a <see cref="SocketArgsPool"/> holds: a <see cref="SocketAsyncEventArgs"/> that owns one pinned
-/// buffer and can be awaited without allocating.</summary>
+/// buffer and can be awaited without allocating (<see cref="AwaitableSocketArgs"/>).</summary>
 /// <remarks>
 /// An operation started through one of the <c>*Async(Socket)</c> methods returns a <see cref="ValueTask"/> backed by
 /// this object: completed at once when the socket finished synchronously (the caller loops, never recurses), pending
@@ -13,7 +12,7 @@ namespace SocketServers.Internal;
 /// of <see cref="SocketAsyncEventArgs"/> anyway. An operation started directly on a <see cref="Socket"/> (the classic
 /// pattern) still raises <see cref="SocketAsyncEventArgs.Completed"/>.
 /// </remarks>
-internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
+internal sealed class PooledSocketArgs : AwaitableSocketArgs
 {
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_accept = static (socket, args) => socket.AcceptAsync(args);
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receive = static (socket, args) => socket.ReceiveAsync(args);
@@ -21,13 +20,10 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_receiveFrom = static (socket, args) => socket.ReceiveFromAsync(args);
     private static readonly Func<Socket, SocketAsyncEventArgs, bool> s_sendTo = static (socket, args) => socket.SendToAsync(args);
 
-    // Reset before each awaited operation; completed once by OnCompleted when that operation was pending.
-    private ManualResetValueTaskSourceCore<bool> _source;
-
     // The endpoint receive-froms report senders in; created on first use, kept for the life of the object.
     private ReusableIPEndPoint? _sender;
 
-    // 1 while an operation started through Start is pending: its completion signals _source instead of
+    // 1 while an operation started through Start is pending: its completion completes the awaitable instead of
     // raising Completed. Written before the operation starts and exchanged back to 0 exactly once.
     private int _awaiting;
 
@@ -44,7 +40,6 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     public UdpReplyDeferral? Deferral;
 
     public PooledSocketArgs(byte[] buffer)
-        : base(unsafeSuppressExecutionContextFlow: true)
     {
         OwnBuffer = buffer;
         if (buffer.Length != 0)
@@ -88,7 +83,7 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
 
     private ValueTask Start(Socket socket, Func<Socket, SocketAsyncEventArgs, bool> operation)
     {
-        _source.Reset();
+        ResetSource();
         Volatile.Write(ref _awaiting, 1);
         bool pending;
         try
@@ -103,7 +98,7 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
 
         if (pending)
         {
-            return new ValueTask(this, _source.Version);
+            return new ValueTask(this, Version);
         }
 
         Volatile.Write(ref _awaiting, 0);
@@ -115,18 +110,11 @@ internal sealed class PooledSocketArgs : SocketAsyncEventArgs, IValueTaskSource
     {
         if (Interlocked.Exchange(ref _awaiting, 0) == 1)
         {
-            _source.SetResult(true);
+            SetResult(0);
         }
         else
         {
             base.OnCompleted(e);
         }
     }
-
-    void IValueTaskSource.GetResult(short token) => _source.GetResult(token);
-
-    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
-
-    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-        => _source.OnCompleted(continuation, state, token, flags);
 }
