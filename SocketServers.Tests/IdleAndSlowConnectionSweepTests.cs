@@ -146,7 +146,7 @@ public sealed class IdleAndSlowConnectionSweepTests
 
         public Pool<byte[]> SendBuffers => throw new NotSupportedException("the loop never runs");
 
-        public Func<long>? Clock { get; } = () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        public MillisecondClock Clock { get; } = new(time);
 
         public LogRateLimiter ConnectionWarnings { get; } = new();
 

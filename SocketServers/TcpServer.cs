@@ -50,8 +50,8 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     // Every open connection, and the sweep that closes idle ones and evicts slow ones.
     private readonly IdleAndSlowConnectionSweep _sweep;
 
-    // Milliseconds, monotonic, for the connections and the sweep; null for Environment.TickCount64, read directly.
-    private readonly Func<long>? _clock;
+    // Milliseconds, monotonic, for the connections and the sweep.
+    private readonly MillisecondClock _clock;
 
     // The receive buffers, lent to a connection only while data is there (or part of a message waits for the rest), and
     // the send buffers, lent while it has output; one of each per connection at most, so a take never waits, and idle
@@ -110,7 +110,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _rejectWhenFull = options.RejectWhenFull;
         _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
         time ??= TimeProvider.System;
-        _clock = time == TimeProvider.System ? null : () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        _clock = new MillisecondClock(time);
         _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep, time, _clock);
     }
 
@@ -220,7 +220,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     TcpConnectionHandler ITcpConnectionOwner.Handler => _handler;
 
-    Func<long>? ITcpConnectionOwner.Clock => _clock;
+    MillisecondClock ITcpConnectionOwner.Clock => _clock;
 
     ILogger ITcpConnectionOwner.Logger => Logger;
 

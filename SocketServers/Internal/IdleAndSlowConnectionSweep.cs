@@ -20,7 +20,7 @@ internal sealed class IdleAndSlowConnectionSweep
     private readonly TimeSpan _slowConnectionWindow;
     private readonly Action? _beforeSweep;
     private readonly TimeProvider _time;
-    private readonly Func<long>? _clock;
+    private readonly MillisecondClock _clock;
 
     // The slow connections one sweep found, with their last activity as it was read (it moves meanwhile, and a sort
     // must compare fixed values); the sweep's alone, kept to be filled again.
@@ -33,7 +33,7 @@ internal sealed class IdleAndSlowConnectionSweep
     /// <param name="beforeSweep">A test's fault, run at the start of each sweep; <see langword="null"/> for none.</param>
     /// <param name="time">What the sweep's timer runs on.</param>
     /// <param name="clock">The connections' clock (<see cref="ITcpConnectionOwner.Clock"/>), read on the same time.</param>
-    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, Action? beforeSweep, TimeProvider time, Func<long>? clock)
+    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, Action? beforeSweep, TimeProvider time, MillisecondClock clock)
     {
         _idleTimeout = idleTimeout;
         _minDataRate = minDataRate;
@@ -110,7 +110,7 @@ internal sealed class IdleAndSlowConnectionSweep
     /// <summary>Closes the connections idle for <paramref name="timeoutMs"/> and lists the slow ones in <see cref="_slow"/>.</summary>
     private void SweepOnce(long timeoutMs, long windowMs, long judgedAfterMs)
     {
-        long now = _clock is null ? Environment.TickCount64 : _clock();
+        long now = _clock.Now;
         foreach (var (connection, _) in _connections)
         {
             if (connection.IsHandlerAtWork)
