@@ -65,6 +65,9 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     private Socket? _listener;
     private Task _acceptLoop = Task.CompletedTask;
     private Task _sweepLoop = Task.CompletedTask;
+
+    // Ends the sweep once the stop has drained the connections, not when it begins: lingers end during the stop too.
+    private readonly CancellationTokenSource _sweepStop = new();
     private long _lastConnectionId;
 
     // 1 once the accept loop has ended and the drain has begun; with _holdingSlots it decides who completes _drained
@@ -128,10 +131,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _sendBuffers = CreateBuffers(PoolName(_poolKind + "-send-buffers", bound));
         _listener = listener;
         _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
-        if (_sweep.IsNeeded)
-        {
-            _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(WaitingClients, StoppingToken), "sweep");
-        }
+        _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(WaitingClients, _sweepStop.Token), "sweep");
 
         Logger.TcpListening(
             Name,
@@ -146,7 +146,6 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
-        await _sweepLoop.ConfigureAwait(false);
     }
 
     private protected override Task DrainAsync()
@@ -210,12 +209,13 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <summary>Gets how many receive and send buffers connections hold right now; for tests that check idle connections hold none.</summary>
     internal int BuffersInUse => InUse(_buffers) + InUse(_sendBuffers);
 
-    private protected override Task CloseAsync(bool handlerCallsLeft)
+    private protected override async Task CloseAsync(bool handlerCallsLeft)
     {
+        await _sweepStop.CancelAsync().ConfigureAwait(false);
+        await _sweepLoop.ConfigureAwait(false);
         Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();
         _sendBuffers?.Dispose();
-        return Task.CompletedTask;
     }
 
     TcpConnectionHandler ITcpConnectionOwner.Handler => _handler;

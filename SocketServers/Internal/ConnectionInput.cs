@@ -15,7 +15,7 @@ internal sealed class ConnectionInput
 {
     // How long a connection the handler closed waits for the client to close before the server resets it: ample for the
     // last reply to reach the client, short enough that such connections cannot keep clients waiting for a slot.
-    private static readonly TimeSpan s_linger = TimeSpan.FromSeconds(1);
+    private const long LingerMs = 1000;
 
     private readonly SocketConnection _connection;
     private readonly ITcpConnectionOwner _owner;
@@ -29,10 +29,17 @@ internal sealed class ConnectionInput
     private PoolSlot<byte[]>? _receive;
     private int _pending;
 
-    // The linger's end: made by whichever side ends the stream after the handler's close (the loop, or the closing
-    // thread), or by the loop that finds it missing, and published once; its cancellation resets the socket. Disposed
-    // by DisposeLinger; one published after that is left to its timer, whose reset then meets a closed socket.
-    private CancellationTokenSource? _lingerEnd;
+    // The linger's deadline on the owner's clock, long.MaxValue until the stream ends after the handler's close (set
+    // once, by whichever side ends it); the sweep ends the linger once it has passed, so a close costs no timer.
+    private long _lingerDeadline = long.MaxValue;
+
+    // 1 once the linger has ended (its deadline, a cut-off or the stop's abort) and the socket is reset; set once,
+    // with a full fence, before the reset and before _lingerEndWait is read.
+    private int _lingerEnded;
+
+    // Made by the loop only when the client sends during the linger, with no receive left to wait on; published with
+    // a full fence before the loop reads _lingerEnded, and completed by the linger's end.
+    private TaskCompletionSource? _lingerEndWait;
 
     public ConnectionInput(SocketConnection connection, ITcpConnectionOwner owner, ConnectionTransport transport, CloseHandshake handshake, ConnectionActivity activity)
     {
@@ -51,7 +58,7 @@ internal sealed class ConnectionInput
     public byte[]? Buffer => _receive?.Object;
 
     /// <summary>Gets whether the linger's end has reset the connection (or a cut-off has ended the linger).</summary>
-    public bool LingerEnded => Volatile.Read(ref _lingerEnd)?.IsCancellationRequested == true;
+    public bool LingerEnded => Volatile.Read(ref _lingerEnded) == 1;
 
     private ConnectionOutput Output => _connection.Output;
 
@@ -121,42 +128,24 @@ internal sealed class ConnectionInput
         }
     }
 
-    /// <summary>Begins the linger after the handler's close has ended the stream: its timer starts, if nobody's has.</summary>
-    public CancellationTokenSource StartLinger()
-    {
-        if (Volatile.Read(ref _lingerEnd) is { } published)
-        {
-            return published;
-        }
+    /// <summary>Begins the linger after the handler's close has ended the stream, unless it has begun.</summary>
+    public void StartLinger() => Interlocked.CompareExchange(ref _lingerDeadline, _activity.Now + LingerMs, long.MaxValue);
 
-        // Armed before it is published: once published, DisposeLinger may dispose it.
-        var lingerEnd = new CancellationTokenSource();
-        lingerEnd.Token.UnsafeRegister(static transport => ((ConnectionTransport)transport!).Reset(), _transport);
-        lingerEnd.CancelAfter(s_linger);
-        if (Interlocked.CompareExchange(ref _lingerEnd, lingerEnd, null) is { } other)
-        {
-            lingerEnd.Dispose();
-            return other;
-        }
+    /// <summary>Sweep only: whether the linger's deadline has passed.</summary>
+    public bool IsLingerDue(long now) => now >= Volatile.Read(ref _lingerDeadline) && Volatile.Read(ref _lingerEnded) == 0;
 
-        return lingerEnd;
-    }
-
-    /// <summary>Ends a linger now, so that a cut-off or the stop's abort does not wait for its timer.</summary>
+    /// <summary>Ends a linger that has begun: resets the connection and wakes the loop. Its deadline (the sweep), a
+    /// cut-off or the stop's abort.</summary>
     public void EndLinger()
     {
-        try
+        if (Volatile.Read(ref _lingerDeadline) == long.MaxValue || Interlocked.Exchange(ref _lingerEnded, 1) == 1)
         {
-            Volatile.Read(ref _lingerEnd)?.Cancel();
+            return;
         }
-        catch (ObjectDisposedException)
-        {
-            // The loop has ended and disposed it: nothing lingers.
-        }
-    }
 
-    /// <summary>The loop is over: the linger's timer goes.</summary>
-    public void DisposeLinger() => Volatile.Read(ref _lingerEnd)?.Dispose();
+        _transport.Reset();
+        Volatile.Read(ref _lingerEndWait)?.TrySetResult();
+    }
 
     /// <summary>
     /// Takes what has arrived into the receive buffer, after the part of a message it holds, has the handler handle it
@@ -289,7 +278,7 @@ internal sealed class ConnectionInput
     /// would complete at once for data that is never read.</remarks>
     private async Task<SocketError> LingerAsync()
     {
-        CancellationTokenSource lingerEnd = StartLinger();
+        StartLinger();
         try
         {
             while (true)
@@ -297,7 +286,7 @@ internal sealed class ConnectionInput
                 SocketError waited = await _transport.WaitAsync().ConfigureAwait(false);
                 if (waited != SocketError.Success)
                 {
-                    return lingerEnd.IsCancellationRequested ? SocketError.TimedOut : waited;
+                    return LingerEnded ? SocketError.TimedOut : waited;
                 }
 
                 var (peeked, error) = await _transport.PeekAsync().ConfigureAwait(false);
@@ -313,12 +302,17 @@ internal sealed class ConnectionInput
                     return error;
                 }
 
-                await Task.Delay(Timeout.Infinite, lingerEnd.Token).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
-                _transport.Reset();
+                var lingerEndWait = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                Interlocked.Exchange(ref _lingerEndWait, lingerEndWait);
+                if (!LingerEnded)
+                {
+                    await lingerEndWait.Task.ConfigureAwait(false);
+                }
+
                 return SocketError.TimedOut;
             }
         }
-        catch (ObjectDisposedException) when (lingerEnd.IsCancellationRequested)
+        catch (ObjectDisposedException) when (LingerEnded)
         {
             // The linger's end closed the socket before a wait began on it.
             return SocketError.TimedOut;

@@ -148,6 +148,13 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// <summary>Sweep only: see <see cref="ConnectionActivity.IsSlow"/>.</summary>
     public bool IsSlow(long now, long windowMs, int minDataRate, long judgedAfterMs) => _activity.IsSlow(now, windowMs, minDataRate, judgedAfterMs);
 
+    /// <summary>Sweep only: whether the linger after the handler's close is over (see <see cref="EndLinger"/>).</summary>
+    public bool IsLingerDue(long now) => _input.IsLingerDue(now);
+
+    /// <summary>Sweep only: ends the linger after the handler's close, resetting the connection: the client has had its
+    /// last reply, and a client the server is done with holds its slot no longer.</summary>
+    public void EndLinger() => _input.EndLinger();
+
     /// <summary>Closes a slow connection to make room for a waiting client, unless it is closing already.</summary>
     public void Evict()
     {
@@ -198,7 +205,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         _transport.EndStream(quiet ? SocketShutdown.Both : SocketShutdown.Send);
         if (request == CloseRequest.HandlerClose)
         {
-            _ = _input.StartLinger();
+            _input.StartLinger();
         }
     }
 
@@ -270,7 +277,6 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             Volatile.Write(ref _closed, true);
             Interlocked.MemoryBarrier();
             CancelConnectionClosed();
-            _input.DisposeLinger();
             Output.Release();
             _transport.Dispose();
             _input.ReleaseBuffer();
