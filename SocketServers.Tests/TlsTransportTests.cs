@@ -91,6 +91,26 @@ public sealed class TlsTransportTests
         Assert.That(test.Recorded.LastRecordType(), Is.EqualTo(21), "an alert record (close_notify) before the end of stream");
     }
 
+    // The handler's close from another thread while the loop waits for the rest of a line: the wait on the TLS stream
+    // is woken, the stream ends with close_notify, and the line's start is never handed over.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Close_FromAnotherThreadWhileHalfALineWaits_EndsTheStreamWithCloseNotify(CancellationToken cancellationToken)
+    {
+        await using var test = await TlsConnection.StartAsync(SslProtocols.Tls12, cancellationToken);
+        await test.Client.WriteAsync("one\nhal"u8.ToArray(), cancellationToken);
+        await test.ReadAsync(4, cancellationToken);
+
+        test.Connection.Close();
+        int end = await test.Client.ReadAsync(new byte[16], cancellationToken);
+        test.ClientSocket.Shutdown(SocketShutdown.Send);
+        await test.Closed.Task.WaitAsync(cancellationToken);
+
+        Assert.That(end, Is.Zero, "the end of the stream");
+        Assert.That(test.Recorded.LastRecordType(), Is.EqualTo(21), "an alert record (close_notify) before the end of stream");
+        Assert.That(test.Owner.Count.Snapshot(null).Drops, Is.Zero, "the client closed within the linger");
+    }
+
     private static X509Certificate2 CreateCertificate()
     {
         using var key = ECDsa.Create(ECCurve.NamedCurves.nistP256);
