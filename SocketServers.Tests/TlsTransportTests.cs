@@ -28,8 +28,7 @@ public sealed class TlsTransportTests
     {
         await using var test = await TlsConnection.StartAsync(SslProtocols.None, cancellationToken);
 
-        await test.Client.WriteAsync("hello\nworld\n"u8.ToArray(), cancellationToken);
-        string echoed = await test.ReadAsync("hello\nworld\n".Length, cancellationToken);
+        string echoed = await test.ExchangeAsync("hello\nworld\n", 12, cancellationToken);
         await test.Client.ShutdownAsync();
         test.ClientSocket.Shutdown(SocketShutdown.Send);
         await test.Closed.Task.WaitAsync(cancellationToken);
@@ -43,8 +42,7 @@ public sealed class TlsTransportTests
     public async Task Connection_IdleAfterAReply_HoldsNoPooledBufferAndServesTheNextLine(CancellationToken cancellationToken)
     {
         await using var test = await TlsConnection.StartAsync(SslProtocols.None, cancellationToken);
-        await test.Client.WriteAsync("one\n"u8.ToArray(), cancellationToken);
-        await test.ReadAsync(4, cancellationToken);
+        await test.ExchangeAsync("one\n", 4, cancellationToken);
 
         // Parked on a zero-byte read of the stream, it holds neither a receive nor a send buffer.
         await Poll.UntilAsync(() => test.Owner.BuffersInUse == 0, cancellationToken);
@@ -82,8 +80,7 @@ public sealed class TlsTransportTests
     {
         await using var test = await TlsConnection.StartAsync(SslProtocols.Tls12, cancellationToken);
 
-        await test.Client.WriteAsync("close\n"u8.ToArray(), cancellationToken);
-        string reply = await test.ReadAsync(4, cancellationToken);
+        string reply = await test.ExchangeAsync("close\n", 4, cancellationToken);
         int end = await test.Client.ReadAsync(new byte[16], cancellationToken);
 
         Assert.That(reply, Is.EqualTo("bye\n"));
@@ -98,8 +95,7 @@ public sealed class TlsTransportTests
     public async Task Close_FromAnotherThreadWhileHalfALineWaits_EndsTheStreamWithCloseNotify(CancellationToken cancellationToken)
     {
         await using var test = await TlsConnection.StartAsync(SslProtocols.Tls12, cancellationToken);
-        await test.Client.WriteAsync("one\nhal"u8.ToArray(), cancellationToken);
-        await test.ReadAsync(4, cancellationToken);
+        await test.ExchangeAsync("one\nhal", 4, cancellationToken);
 
         test.Connection.Close();
         int end = await test.Client.ReadAsync(new byte[16], cancellationToken);
@@ -170,6 +166,13 @@ public sealed class TlsTransportTests
             test.Connection = new SocketConnection(test.Owner, slot, (PooledSocketArgs)slot.Object, accepted, id: 1, remoteEndPoint: null, server);
             test.Connection.Execute();
             return test;
+        }
+
+        /// <summary>Sends <paramref name="request"/>, then reads <paramref name="replyLength"/> bytes of reply.</summary>
+        public async Task<string> ExchangeAsync(string request, int replyLength, CancellationToken cancellationToken)
+        {
+            await Client.WriteAsync(Encoding.ASCII.GetBytes(request), cancellationToken);
+            return await ReadAsync(replyLength, cancellationToken);
         }
 
         /// <summary>Reads exactly <paramref name="length"/> bytes of plaintext.</summary>
