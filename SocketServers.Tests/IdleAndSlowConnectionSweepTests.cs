@@ -56,6 +56,26 @@ public sealed class IdleAndSlowConnectionSweepTests
         Assert.That(await idleClient.ReadEndAsync(cancellationToken), Is.Zero);
     }
 
+    // The linger after a handler's close has no timer of its own: the sweep resets the connection once its deadline,
+    // a second on the connections' clock, has passed.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task RunAsync_LingerAfterTheHandlersClosePassesItsDeadline_ResetsTheConnection(CancellationToken cancellationToken)
+    {
+        using var test = new Connections(new FakeTimeProvider());
+        (_, SocketConnection closed) = await test.AcceptAsync(cancellationToken);
+        closed.Close();
+        closed.EndStream(); // as the loop does, when it next looks for a close request
+        var settings = new SweepSettings(Timeout.InfiniteTimeSpan, MinDataRate: 0, WaitingClients: 0, TimeSpan.FromMilliseconds(250), Count: 2);
+
+        await SweepAsync(test, settings, cancellationToken); // up to 750 ms on
+        bool resetBefore = test.ServerSocket(closed).SafeHandle.IsClosed;
+        await SweepAsync(test, settings, cancellationToken); // 1,000 ms on, and later
+
+        Assert.That(resetBefore, Is.False);
+        Assert.That(test.ServerSocket(closed).SafeHandle.IsClosed, Is.True);
+    }
+
     /// <summary>Runs a sweep over the test's connections: moves the clock one period at a time for as many sweeps as
     /// <paramref name="settings"/> say, and one more, whose start shows the last of them over; then stops it.</summary>
     private static async Task SweepAsync(Connections test, SweepSettings settings, CancellationToken cancellationToken)
@@ -109,6 +129,8 @@ public sealed class IdleAndSlowConnectionSweepTests
             await client.SendAllAsync("PING\r\n"u8.ToArray(), cancellationToken);
             await Poll.UntilAsync(() => _accepted[connection].Available == 6, cancellationToken);
         }
+
+        public Socket ServerSocket(SocketConnection connection) => _accepted[connection];
 
         public void AddTo(IdleAndSlowConnectionSweep sweep)
         {
