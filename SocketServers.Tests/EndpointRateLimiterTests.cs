@@ -20,7 +20,7 @@ public sealed class EndpointRateLimiterTests
     public void TryAcquire_OneSender_LetsThroughTheLimitPerSecondThenRefusesUntilTheNextSecond()
     {
         long now = 5_000;
-        var limiter = new EndpointRateLimiter(10, () => now, seed: 1);
+        var limiter = new EndpointRateLimiter(10, new MillisecondClock(new Timestamps(() => now)), seed: 1);
 
         int first = CountLetThrough(limiter, s_sender, 25);
         now += 999;
@@ -34,7 +34,7 @@ public sealed class EndpointRateLimiterTests
     [Test]
     public void TryAcquire_SenderAtTheLimit_OtherPortsAndAddressesStillLetThrough()
     {
-        var limiter = new EndpointRateLimiter(3, () => 0, seed: 2);
+        var limiter = new EndpointRateLimiter(3, new MillisecondClock(new Timestamps(() => 0)), seed: 2);
         CountLetThrough(limiter, s_sender, 3);
 
         bool samePort = limiter.TryAcquire(new IPEndPoint(s_sender.Address, s_sender.Port));
@@ -51,7 +51,7 @@ public sealed class EndpointRateLimiterTests
     public void TryAcquire_FloodOfDistinctSenders_AllocatesNothingAndTheLimitStillHolds()
     {
         const int Limit = 5;
-        var limiter = new EndpointRateLimiter(Limit, () => 0, seed: 3);
+        var limiter = new EndpointRateLimiter(Limit, new MillisecondClock(new Timestamps(() => 0)), seed: 3);
         var senders = new IPEndPoint[4 * EndpointRateLimiter.BucketCount];
         for (int i = 0; i < senders.Length; i++)
         {
@@ -84,7 +84,7 @@ public sealed class EndpointRateLimiterTests
         const int Threads = 8;
         const int Limit = 1_000;
         const int Attempts = 10_000;
-        var limiter = new EndpointRateLimiter(Limit, () => 0, seed: 4);
+        var limiter = new EndpointRateLimiter(Limit, new MillisecondClock(new Timestamps(() => 0)), seed: 4);
         using var start = new Barrier(Threads);
         int letThrough = 0;
 

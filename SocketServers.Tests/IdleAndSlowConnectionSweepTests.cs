@@ -56,30 +56,40 @@ public sealed class IdleAndSlowConnectionSweepTests
         Assert.That(await idleClient.ReadEndAsync(cancellationToken), Is.Zero);
     }
 
+    // The linger after a handler's close has no timer of its own: the sweep resets the connection once its deadline,
+    // a second on the connections' clock, has passed.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task RunAsync_LingerAfterTheHandlersClosePassesItsDeadline_ResetsTheConnection(CancellationToken cancellationToken)
+    {
+        using var test = new Connections(new FakeTimeProvider());
+        (_, SocketConnection closed) = await test.AcceptAsync(cancellationToken);
+        closed.Close();
+        closed.EndStream(); // as the loop does, when it next looks for a close request
+        var settings = new SweepSettings(Timeout.InfiniteTimeSpan, MinDataRate: 0, WaitingClients: 0, TimeSpan.FromMilliseconds(250), Count: 2);
+
+        await SweepAsync(test, settings, cancellationToken); // up to 750 ms on
+        bool resetBefore = test.ServerSocket(closed).SafeHandle.IsClosed;
+        await SweepAsync(test, settings, cancellationToken); // 1,000 ms on, and later
+
+        Assert.That(resetBefore, Is.False);
+        Assert.That(test.ServerSocket(closed).SafeHandle.IsClosed, Is.True);
+    }
+
     /// <summary>Runs a sweep over the test's connections: moves the clock one period at a time for as many sweeps as
     /// <paramref name="settings"/> say, and one more, whose start shows the last of them over; then stops it.</summary>
     private static async Task SweepAsync(Connections test, SweepSettings settings, CancellationToken cancellationToken)
     {
         // Each sweep reads its clock once, first; the connections, whose loops never run, read their own.
-        int sweeps = 0;
-        Func<long> clock = test.Owner.Clock!;
-        var sweep = new IdleAndSlowConnectionSweep(
-            settings.IdleTimeout,
-            settings.MinDataRate,
-            s_window,
-            test.Time,
-            () =>
-            {
-                Interlocked.Increment(ref sweeps);
-                return clock();
-            });
+        var clock = new CountingTime(test.Time);
+        var sweep = new IdleAndSlowConnectionSweep(settings.IdleTimeout, settings.MinDataRate, s_window, test.Time, new MillisecondClock(clock));
         test.AddTo(sweep);
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         Task sweeping = sweep.RunAsync(() => settings.WaitingClients, stop.Token);
         for (int begun = 1; begun <= settings.Count + 1; begun++)
         {
             test.Time.Advance(settings.Period);
-            await Poll.UntilAsync(() => Volatile.Read(ref sweeps) == begun, cancellationToken);
+            await Poll.UntilAsync(() => clock.Reads == begun, cancellationToken);
         }
 
         await stop.CancelAsync();
@@ -121,6 +131,8 @@ public sealed class IdleAndSlowConnectionSweepTests
             await Poll.UntilAsync(() => _accepted[connection].Available == 6, cancellationToken);
         }
 
+        public Socket ServerSocket(SocketConnection connection) => _accepted[connection];
+
         public void AddTo(IdleAndSlowConnectionSweep sweep)
         {
             foreach (SocketConnection connection in _accepted.Keys)
@@ -157,7 +169,7 @@ public sealed class IdleAndSlowConnectionSweepTests
 
         public Pool<byte[]> SendBuffers => throw new NotSupportedException("the loop never runs");
 
-        public Func<long>? Clock { get; } = () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        public MillisecondClock Clock { get; } = new(time);
 
         public LogRateLimiter ConnectionWarnings { get; } = new();
 
@@ -167,6 +179,22 @@ public sealed class IdleAndSlowConnectionSweepTests
 
         public void OnConnectionClosed(SocketConnection connection, TimeSpan duration)
         {
+        }
+    }
+
+    /// <summary>The test's clock, counting its reads: a sweep's start.</summary>
+    private sealed class CountingTime(FakeTimeProvider time) : TimeProvider
+    {
+        private int _reads;
+
+        public int Reads => Volatile.Read(ref _reads);
+
+        public override long TimestampFrequency => time.TimestampFrequency;
+
+        public override long GetTimestamp()
+        {
+            Interlocked.Increment(ref _reads);
+            return time.GetTimestamp();
         }
     }
 

@@ -122,7 +122,7 @@ public sealed class LogRateLimiterTests
         const int LinesPerWindow = 3;
         const int WindowMilliseconds = 10;
         long calls = 0;
-        var limiter = new LogRateLimiter(LinesPerWindow, TimeSpan.FromMilliseconds(WindowMilliseconds), () => Interlocked.Read(ref calls) / CallsPerMillisecond);
+        var limiter = new LogRateLimiter(LinesPerWindow, TimeSpan.FromMilliseconds(WindowMilliseconds), new MillisecondClock(new Timestamps(() => Interlocked.Read(ref calls) / CallsPerMillisecond)));
         long letThrough = 0;
         long reported = 0;
         using var start = new Barrier(Threads);
@@ -154,7 +154,7 @@ public sealed class LogRateLimiterTests
         Assert.That(reported + lastReport, Is.EqualTo(refused), "every refused call is reported exactly once");
     }
 
-    private LogRateLimiter Create(int linesPerWindow) => new(linesPerWindow, s_window, () => _now);
+    private LogRateLimiter Create(int linesPerWindow) => new(linesPerWindow, s_window, new MillisecondClock(new Timestamps(() => _now)));
 
     private static bool Acquire(LogRateLimiter limiter, out long suppressed) => limiter.TryAcquire(out suppressed);
 

@@ -291,6 +291,40 @@ public sealed partial class TcpServerTests
         Assert.That(await client.ReadLineAsync(cancellationToken), Is.EqualTo("1: SHARED"));
     }
 
+    // The handler's close from another thread while the connection waits for data owing nothing, its client silent: the
+    // linger's reset completed that wait, and the connection was logged as lost rather than as reset by the linger.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task Close_FromAnotherThreadWhileTheConnectionWaits_LoggedAsTheLingersReset(CancellationToken cancellationToken)
+    {
+        var handler = new CapturingHandler();
+        var logger = new RecordingLogger();
+        await using var server = await StartAsync(handler, cancellationToken: cancellationToken, logger: logger);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+        await client.SendAsync("a\n", cancellationToken);
+        TcpConnection connection = await handler.Seen.Task.WaitAsync(cancellationToken);
+        await Poll.UntilAsync(() => server.BuffersInUse == 0, cancellationToken); // the loop waits for data, holding no buffer
+
+        connection.Close();
+        await Poll.UntilAsync(() => server.Counters.CurrentConnections == 0, cancellationToken);
+
+        string[] messages = [.. logger.Lines.Select(line => line.Message)];
+        Assert.That(messages, Has.Some.Contains("not by the client within the linger"));
+        Assert.That(messages, Has.None.Contains(" lost: "));
+    }
+
+    /// <summary>Consumes every line and hands its connection over.</summary>
+    private sealed class CapturingHandler : TcpConnectionHandler
+    {
+        public TaskCompletionSource<TcpConnection> Seen { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public override ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data)
+        {
+            Seen.TrySetResult(connection);
+            return ValueTask.FromResult(data.Length);
+        }
+    }
+
     /// <summary>Keeps every line logged, formatted.</summary>
     private sealed class RecordingLogger : ILogger
     {

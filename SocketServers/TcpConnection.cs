@@ -48,7 +48,7 @@ public abstract class TcpConnection
     public abstract CancellationToken ConnectionClosed { get; }
 
     /// <summary>Closes the connection once the current call has returned: what was written is sent, the stream ends,
-    /// and nothing more the client sends is read. The connection ends when the client closes, or at the latest a
-    /// second later, when the server resets it. Calling it again, or after the connection closed, does nothing.</summary>
+    /// and nothing more the client sends is read. The connection ends when the client closes, or about a second
+    /// later, when the server resets it. Calling it again, or after the connection closed, does nothing.</summary>
     public abstract void Close();
 }

@@ -52,8 +52,8 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     // Every open connection, and the sweep that closes idle ones and evicts slow ones.
     private readonly IdleAndSlowConnectionSweep _sweep;
 
-    // Milliseconds, monotonic, for the connections and the sweep; null for Environment.TickCount64, read directly.
-    private readonly Func<long>? _clock;
+    // Milliseconds, monotonic, for the connections and the sweep.
+    private readonly MillisecondClock _clock;
 
     // The receive buffers, lent to a connection only while data is there (or part of a message waits for the rest), and
     // the send buffers, lent while it has output; one of each per connection at most, so a take never waits, and idle
@@ -67,6 +67,9 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     private Socket? _listener;
     private Task _acceptLoop = Task.CompletedTask;
     private Task _sweepLoop = Task.CompletedTask;
+
+    // Ends the sweep once the stop has drained the connections, not when it begins: lingers end during the stop too.
+    private readonly CancellationTokenSource _sweepStop = new();
     private long _lastConnectionId;
 
     // 1 once the accept loop has ended and the drain has begun; with _holdingSlots it decides who completes _drained
@@ -112,7 +115,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
         _acceptFailures = new AcceptFailures(this, Logger);
         time ??= TimeProvider.System;
-        _clock = time == TimeProvider.System ? null : () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        _clock = new MillisecondClock(time);
         _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, time, _clock);
     }
 
@@ -130,10 +133,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _sendBuffers = CreateBuffers(PoolName(_poolKind + "-send-buffers", bound));
         _listener = listener;
         _acceptLoop = RunRestartingAsync(() => AcceptLoopAsync(listener), "accept");
-        if (_sweep.IsNeeded)
-        {
-            _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(WaitingClients, StoppingToken), "sweep");
-        }
+        _sweepLoop = RunRestartingAsync(() => _sweep.RunAsync(WaitingClients, _sweepStop.Token), "sweep");
 
         Logger.TcpListening(
             Name,
@@ -148,7 +148,6 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
-        await _sweepLoop.ConfigureAwait(false);
     }
 
     private protected override Task DrainAsync()
@@ -212,17 +211,18 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     /// <summary>Gets how many receive and send buffers connections hold right now; for tests that check idle connections hold none.</summary>
     internal int BuffersInUse => InUse(_buffers) + InUse(_sendBuffers);
 
-    private protected override Task CloseAsync(bool handlerCallsLeft)
+    private protected override async Task CloseAsync(bool handlerCallsLeft)
     {
+        await _sweepStop.CancelAsync().ConfigureAwait(false);
+        await _sweepLoop.ConfigureAwait(false);
         Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();
         _sendBuffers?.Dispose();
-        return Task.CompletedTask;
     }
 
     TcpConnectionHandler ITcpConnectionOwner.Handler => _handler;
 
-    Func<long>? ITcpConnectionOwner.Clock => _clock;
+    MillisecondClock ITcpConnectionOwner.Clock => _clock;
 
     ILogger ITcpConnectionOwner.Logger => Logger;
 

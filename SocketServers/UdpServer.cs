@@ -81,10 +81,7 @@ public partial class UdpServer : SocketServer
         _concurrentReceives = ReceivesFor(options);
         _maxPendingDatagrams = options.MaxPendingDatagrams;
         _processing = options.Processing;
-        // Milliseconds since now: the limiter packs its window into the high bits, which a large timestamp would overflow.
-        long since = time?.GetTimestamp() ?? 0;
-        Func<long>? clock = time is null || time == TimeProvider.System ? null : () => (time.GetTimestamp() - since) / (time.TimestampFrequency / 1000);
-        _filter = new UdpDatagramFilter(options, clock, this, Logger, _outcomes, StoppingToken);
+        _filter = new UdpDatagramFilter(options, new MillisecondClock(time ?? TimeProvider.System), this, Logger, _outcomes, StoppingToken);
         _socketCount = SocketsFor(options);
         _receiveBufferSize = options.ReceiveBufferSize;
         _replyFromDestination = PacketInfoSocket.IsSupported && (options.Address.Equals(IPAddress.Any) || options.Address.Equals(IPAddress.IPv6Any));

@@ -30,8 +30,7 @@ internal sealed class AcceptFailures
         _server = server;
         _logger = logger;
         _time = time ?? TimeProvider.System;
-        Func<long>? clock = _time == TimeProvider.System ? null : () => _time.GetTimestamp() / (_time.TimestampFrequency / 1000);
-        _warnings = new LogRateLimiter(LogRateLimiter.DefaultLinesPerSecond, TimeSpan.FromSeconds(1), clock);
+        _warnings = new LogRateLimiter(LogRateLimiter.DefaultLinesPerSecond, TimeSpan.FromSeconds(1), new MillisecondClock(_time));
     }
 
     /// <summary>Handles an accept that ended with <paramref name="error"/>.</summary>

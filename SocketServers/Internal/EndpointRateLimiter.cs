@@ -34,21 +34,22 @@ internal sealed class EndpointRateLimiter
     // Random per instance, so that a sender cannot choose which buckets its addresses land in.
     private readonly ulong _seed;
 
-    // Milliseconds, monotonic; null for Environment.TickCount64, read directly.
-    private readonly Func<long>? _clock;
+    // The windows count from the limiter's creation, so that they fit above the count in a bucket whatever the clock.
+    private readonly MillisecondClock _clock;
+    private readonly long _origin;
 
     /// <summary>Creates a limiter that lets through <paramref name="limitPerSecond"/> datagrams a second from each
     /// sender.</summary>
     /// <param name="limitPerSecond">At least 1.</param>
-    /// <param name="clock">Milliseconds from a monotonic clock, 0 or more; <see langword="null"/> for
-    /// <see cref="Environment.TickCount64"/>. Tests pass a clock they move by hand.</param>
+    /// <param name="clock">The clock; <see langword="null"/> for the system's. Tests pass one they move by hand.</param>
     /// <param name="seed">The hash seed; <see langword="null"/> for a random one. Tests pass a fixed one.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="limitPerSecond"/> is below 1.</exception>
-    public EndpointRateLimiter(int limitPerSecond, Func<long>? clock = null, ulong? seed = null)
+    public EndpointRateLimiter(int limitPerSecond, MillisecondClock? clock = null, ulong? seed = null)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(limitPerSecond, 1);
         _limit = limitPerSecond;
-        _clock = clock;
+        _clock = clock ?? MillisecondClock.System;
+        _origin = _clock.Now;
         _seed = seed ?? (ulong)Random.Shared.NextInt64();
     }
 
@@ -66,8 +67,8 @@ internal sealed class EndpointRateLimiter
             second ^= 1;
         }
 
-        long window = (_clock is null ? Environment.TickCount64 : _clock()) / WindowMilliseconds;
-        Debug.Assert(window is >= 0 and <= int.MaxValue, "The clock counts milliseconds from 0 and its windows fit above the count.");
+        long window = (_clock.Now - _origin) / WindowMilliseconds;
+        Debug.Assert(window is >= 0 and <= int.MaxValue, "The windows count from the creation and fit above the count.");
 
         // When the second bucket refuses after the first counted, the first keeps that count: only stricter.
         return TryCount(ref _buckets[first], window) && TryCount(ref _buckets[second], window);

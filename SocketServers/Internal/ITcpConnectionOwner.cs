@@ -21,9 +21,8 @@ internal interface ITcpConnectionOwner
     /// <summary>Gets the send buffers, one lent to a connection while it has output; the take never waits.</summary>
     Pool<byte[]> SendBuffers { get; }
 
-    /// <summary>Gets the clock connections time their activity by, in milliseconds, monotonic; <see langword="null"/> for
-    /// <see cref="Environment.TickCount64"/>. Tests pass one they move by hand.</summary>
-    Func<long>? Clock { get; }
+    /// <summary>Gets the clock connections time their activity by. Tests pass one they move by hand.</summary>
+    MillisecondClock Clock { get; }
 
     /// <summary>Gets the limiter of the warnings about failing connections, shared by all of them.</summary>
     LogRateLimiter ConnectionWarnings { get; }

@@ -3,23 +3,26 @@ using System.Collections.Concurrent;
 namespace SocketServers.Internal;
 
 /// <summary>
-/// A TCP server's open connections, and the one periodic sweep over them: it closes connections idle for
-/// <see cref="TcpServerOptions.IdleTimeout"/>, and, while every connection is taken and clients wait in the
-/// backlog, evicts as many of the quietest of those below <see cref="TcpServerOptions.MinDataRate"/> as clients
-/// wait. Neither closes a connection whose input has arrived and waits to be read. No timer per connection, and nothing
-/// per message but a timestamp and a byte count.
+/// A TCP server's open connections, and the one periodic sweep over them: it ends the linger of connections the
+/// handler closed, closes connections idle for <see cref="TcpServerOptions.IdleTimeout"/>, and, while every connection
+/// is taken and clients wait in the backlog, evicts as many of the quietest of those below
+/// <see cref="TcpServerOptions.MinDataRate"/> as clients wait. Neither closes a connection whose input has arrived and
+/// waits to be read. No timer per connection, and nothing per message but a timestamp and a byte count.
 /// </summary>
 /// <remarks>Thread safety: <see cref="Add"/>, <see cref="Remove"/> and <see cref="ForEach"/> may be called from any
 /// thread; <see cref="RunAsync"/> runs once at a time, and alone reads and moves each connection's rate window.</remarks>
 internal sealed class IdleAndSlowConnectionSweep
 {
+    // The longest period: a linger ends at most this long after its deadline.
+    private const long MaxPeriodMs = 250;
+
     // Every open connection; added by the accept loop before the connection runs, removed when it has closed.
     private readonly ConcurrentDictionary<SocketConnection, byte> _connections = new();
     private readonly TimeSpan _idleTimeout;
     private readonly int _minDataRate;
     private readonly TimeSpan _slowConnectionWindow;
     private readonly TimeProvider _time;
-    private readonly Func<long>? _clock;
+    private readonly MillisecondClock _clock;
 
     // The slow connections one sweep found, with their last activity as it was read (it moves meanwhile, and a sort
     // must compare fixed values); the sweep's alone, kept to be filled again.
@@ -31,7 +34,7 @@ internal sealed class IdleAndSlowConnectionSweep
     /// <param name="slowConnectionWindow">The window over which the rate is measured.</param>
     /// <param name="time">What the sweep's timer runs on.</param>
     /// <param name="clock">The connections' clock (<see cref="ITcpConnectionOwner.Clock"/>), read on the same time.</param>
-    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, TimeProvider time, Func<long>? clock)
+    public IdleAndSlowConnectionSweep(TimeSpan idleTimeout, int minDataRate, TimeSpan slowConnectionWindow, TimeProvider time, MillisecondClock clock)
     {
         _idleTimeout = idleTimeout;
         _minDataRate = minDataRate;
@@ -39,9 +42,6 @@ internal sealed class IdleAndSlowConnectionSweep
         _time = time;
         _clock = clock;
     }
-
-    /// <summary>Gets whether the settings ask for a sweep at all: an idle timeout, or a minimum data rate.</summary>
-    public bool IsNeeded => _idleTimeout != Timeout.InfiniteTimeSpan || _minDataRate > 0;
 
     /// <summary>Registers a connection before it runs.</summary>
     public void Add(SocketConnection connection) => _connections.TryAdd(connection, 0);
@@ -58,18 +58,19 @@ internal sealed class IdleAndSlowConnectionSweep
         }
     }
 
-    /// <summary>Sweeps periodically until <paramref name="stopping"/> is cancelled.</summary>
+    /// <summary>Sweeps periodically until <paramref name="stopping"/> is cancelled (once the server's stop has drained
+    /// its connections: lingers end during the stop too).</summary>
     /// <param name="waitingClients">How many clients wait in the listen backlog while every connection is taken; 0
     /// while there is room.</param>
-    /// <param name="stopping">The server's stopping token.</param>
+    /// <param name="stopping">Ends the sweep.</param>
     /// <returns>A task that completes when the server stops.</returns>
     /// <exception cref="Exception">Anything unexpected.</exception>
     public async Task RunAsync(Func<int> waitingClients, CancellationToken stopping)
     {
         bool closesIdle = _idleTimeout != Timeout.InfiniteTimeSpan;
         long period = closesIdle
-            ? Math.Clamp(_idleTimeout.Ticks / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond)
-            : TimeSpan.TicksPerSecond;
+            ? Math.Clamp(_idleTimeout.Ticks / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerMillisecond * MaxPeriodMs)
+            : TimeSpan.TicksPerMillisecond * MaxPeriodMs;
         long windowMs = (long)_slowConnectionWindow.TotalMilliseconds;
         long eighthWindowMs = Math.Max(1, windowMs / 8);
         if (_minDataRate > 0)
@@ -103,12 +104,19 @@ internal sealed class IdleAndSlowConnectionSweep
         }
     }
 
-    /// <summary>Closes the connections idle for <paramref name="timeoutMs"/> and lists the slow ones in <see cref="_slow"/>.</summary>
+    /// <summary>Ends the lingers that are over, closes the connections idle for <paramref name="timeoutMs"/> and lists the
+    /// slow ones in <see cref="_slow"/>.</summary>
     private void SweepOnce(long timeoutMs, long windowMs, long judgedAfterMs)
     {
-        long now = _clock is null ? Environment.TickCount64 : _clock();
+        long now = _clock.Now;
         foreach (var (connection, _) in _connections)
         {
+            if (connection.IsLingerDue(now))
+            {
+                connection.EndLinger();
+                continue;
+            }
+
             if (connection.IsHandlerAtWork)
             {
                 connection.RestartRateWindow(now);

@@ -31,8 +31,7 @@ internal sealed class LogRateLimiter
     private readonly int _linesPerWindow;
     private readonly long _windowMilliseconds;
 
-    // Milliseconds, monotonic; null for Environment.TickCount64, read directly.
-    private readonly Func<long>? _clock;
+    private readonly MillisecondClock _clock;
 
     // (window start << CountBits) | lines let through in that window. Invariant: the count is at most
     // _linesPerWindow; it only grows by CompareExchange within one window, and a new window starts at 1, now, at the
@@ -53,18 +52,17 @@ internal sealed class LogRateLimiter
     /// <paramref name="window"/>.</summary>
     /// <param name="linesPerWindow">Lines let through per window, 1 to <see cref="MaxLinesPerWindow"/>.</param>
     /// <param name="window">The window's length, at least a millisecond (whole milliseconds count).</param>
-    /// <param name="clock">Milliseconds from a monotonic clock, 0 or more; <see langword="null"/> for
-    /// <see cref="Environment.TickCount64"/>. Tests pass a clock they move by hand.</param>
+    /// <param name="clock">The clock; <see langword="null"/> for the system's. Tests pass a clock they move by hand.</param>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="linesPerWindow"/> or
     /// <paramref name="window"/> is out of range.</exception>
-    public LogRateLimiter(int linesPerWindow, TimeSpan window, Func<long>? clock = null)
+    public LogRateLimiter(int linesPerWindow, TimeSpan window, MillisecondClock? clock = null)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(linesPerWindow, 1);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(linesPerWindow, MaxLinesPerWindow);
         ArgumentOutOfRangeException.ThrowIfLessThan(window, TimeSpan.FromMilliseconds(1));
         _linesPerWindow = linesPerWindow;
         _windowMilliseconds = (long)window.TotalMilliseconds;
-        _clock = clock;
+        _clock = clock ?? MillisecondClock.System;
     }
 
     /// <summary>The text that ends a line let through: empty when nothing was suppressed before it, else how
@@ -81,7 +79,7 @@ internal sealed class LogRateLimiter
     /// <returns>Whether to log the line; a refused call is counted instead.</returns>
     public bool TryAcquire(out long suppressed)
     {
-        long now = _clock is null ? Environment.TickCount64 : _clock();
+        long now = _clock.Now;
         Debug.Assert(now is >= 0 and <= MaxClock, "The clock counts milliseconds from 0 and fits above the count.");
         long window = Volatile.Read(ref _window);
         while (true)

@@ -45,12 +45,12 @@ internal sealed class UdpDatagramFilter
 
     /// <summary>Creates the filter of a server with <paramref name="options"/>.</summary>
     /// <param name="options">The server's settings.</param>
-    /// <param name="clock">The reply limit's clock, in milliseconds; <see langword="null"/> for the system's.</param>
+    /// <param name="clock">The reply limit's clock.</param>
     /// <param name="server">The server, whose endpoint the lines about receive errors name.</param>
     /// <param name="logger">Where the warnings go.</param>
     /// <param name="outcomes">What counts the dropped datagrams.</param>
     /// <param name="stopping">The server's stopping token.</param>
-    public UdpDatagramFilter(UdpServerOptions options, Func<long>? clock, SocketServer server, ILogger logger, UdpDatagramOutcomes outcomes, CancellationToken stopping)
+    public UdpDatagramFilter(UdpServerOptions options, MillisecondClock clock, SocketServer server, ILogger logger, UdpDatagramOutcomes outcomes, CancellationToken stopping)
     {
         _server = server;
         _logger = logger;
