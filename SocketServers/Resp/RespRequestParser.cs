@@ -179,59 +179,76 @@ internal static class RespRequestParser
 
         for (int i = 0; i < elements; i++)
         {
-            if (position >= input.Length)
-            {
-                return RespParseStatus.Incomplete;
-            }
-
-            if (input[position] != (byte)'$')
-            {
-                return RespParseStatus.ExpectedBulk;
-            }
-
-            status = TryReadNumber(input, position, out long length, out int start);
+            status = TryReadBulk(input, position, maxRequestSize, out int start, out int length);
             if (status != RespParseStatus.Complete)
             {
-                return status switch
-                {
-                    RespParseStatus.InvalidMultibulkLength => RespParseStatus.InvalidBulkLength,
-                    RespParseStatus.CountLineTooLong => RespParseStatus.BulkCountTooLong,
-                    _ => status,
-                };
-            }
-
-            if (length is < 0 or > MaxBulkLength)
-            {
-                return RespParseStatus.InvalidBulkLength;
-            }
-
-            long end = start + length + 2;
-            if (end > maxRequestSize)
-            {
-                return RespParseStatus.RequestTooLarge;
-            }
-
-            if (end > input.Length)
-            {
-                return RespParseStatus.Incomplete;
-            }
-
-            if (input[(int)end - 2] != (byte)'\r' || input[(int)end - 1] != (byte)'\n')
-            {
-                return RespParseStatus.UnterminatedBulk;
+                return status;
             }
 
             if (i < arguments.Length)
             {
-                arguments[i] = (start, (int)length);
+                arguments[i] = (start, length);
             }
 
-            position = (int)end;
+            position = start + length + 2;
         }
 
         consumed = position;
         count = (int)elements;
         return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
+    }
+
+    /// <summary>Reads the bulk string at <paramref name="at"/>: its header, its bytes and their CRLF.</summary>
+    /// <returns><see cref="RespParseStatus.Complete"/> with where its bytes lie, <see cref="RespParseStatus.Incomplete"/>,
+    /// or why it breaks the protocol.</returns>
+    private static RespParseStatus TryReadBulk(ReadOnlySpan<byte> input, int at, int maxRequestSize, out int start, out int length)
+    {
+        length = 0;
+        start = 0;
+        if (at >= input.Length)
+        {
+            return RespParseStatus.Incomplete;
+        }
+
+        if (input[at] != (byte)'$')
+        {
+            return RespParseStatus.ExpectedBulk;
+        }
+
+        RespParseStatus status = TryReadNumber(input, at, out long declared, out start);
+        if (status != RespParseStatus.Complete)
+        {
+            return status switch
+            {
+                RespParseStatus.InvalidMultibulkLength => RespParseStatus.InvalidBulkLength,
+                RespParseStatus.CountLineTooLong => RespParseStatus.BulkCountTooLong,
+                _ => status,
+            };
+        }
+
+        if (declared is < 0 or > MaxBulkLength)
+        {
+            return RespParseStatus.InvalidBulkLength;
+        }
+
+        long end = start + declared + 2;
+        if (end > maxRequestSize)
+        {
+            return RespParseStatus.RequestTooLarge;
+        }
+
+        if (end > input.Length)
+        {
+            return RespParseStatus.Incomplete;
+        }
+
+        if (input[(int)end - 2] != (byte)'\r' || input[(int)end - 1] != (byte)'\n')
+        {
+            return RespParseStatus.UnterminatedBulk;
+        }
+
+        length = (int)declared;
+        return RespParseStatus.Complete;
     }
 
     /// <summary>Reads the number after the type byte at <paramref name="at"/>, up to its CRLF.</summary>
