@@ -61,6 +61,26 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(actual, Does.StartWith("-OOM command not allowed when used memory > 'maxmemory'.\r\n"));
     }
 
+    // A DEL of 1,000 keys (about 22 KB) is served by a buffer that holds it.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Redis_DelOfAThousandKeysWithinTheBuffer_SameRepliesAsRedisServer(CancellationToken cancellationToken)
+    {
+        const int Buffer = 32 * 1024;
+        string stream = string.Concat(Enumerable.Range(0, 500).Select(i => Command("SET", $"key:{2 * i:D12}", "v")))
+            + Command(["DEL", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")]) + Command(["EXISTS", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")]);
+        await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
+        TcpServerOptions options = Options();
+        options.BufferSize = Buffer;
+        await using var server = await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(Buffer)), cancellationToken);
+
+        string expected = await ExchangeAsync(redis.EndPoint, stream + Ping, cancellationToken);
+        string actual = await ExchangeAsync(server.LocalEndPoint!, stream + Ping, cancellationToken);
+
+        Assert.That(actual, Is.EqualTo(expected));
+        Assert.That(actual, Does.EndWith(":500\r\n:0\r\n+PONG\r\n"));
+    }
+
     // Expiry on the server's clock: lazily when a key is touched, and by the sweep for a key nobody touches.
     [Test]
     [CancelAfter(10_000)]

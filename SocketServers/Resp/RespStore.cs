@@ -186,12 +186,13 @@ internal sealed partial class RespStore : IDisposable
         }
 
         long expiresAt = entry.ExpiresAt;
-        if (expiresAt == 0 || expiresAt > Now)
+        long now;
+        if (expiresAt == 0 || expiresAt > (now = Now))
         {
             return entry;
         }
 
-        entry.TryMarkExpired(Now);
+        entry.TryMarkExpired(now);
         Unlink(entry); // whoever marked it, it goes now
         return null;
     }
