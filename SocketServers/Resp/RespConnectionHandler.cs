@@ -8,8 +8,9 @@ namespace SocketServers.Resp;
 
 /// <summary>
 /// A Redis-protocol (RESP2) server in memory: PING, ECHO, SET (with NX, XX, EX, PX, EXAT, PXAT, KEEPTTL), GET, DEL,
-/// EXISTS, INCR, TTL, PTTL, QUIT, and the CONFIG GET and COMMAND that redis-cli and redis-benchmark send as they connect. Any other command gets an error reply; a request
-/// that breaks the protocol gets an error reply and the connection closes, since the stream cannot be resynchronised.
+/// EXISTS, INCR, TTL, PTTL, QUIT, and the CONFIG GET and COMMAND that redis-cli and redis-benchmark send as they
+/// connect. Any other command gets an error reply; a request that breaks the protocol gets an error reply and the
+/// connection closes, since the stream cannot be resynchronised.
 /// </summary>
 internal sealed class RespConnectionHandler : TcpConnectionHandler
 {

@@ -9,7 +9,8 @@ namespace SocketServers.Resp;
 /// sweep on the clock's timer. With a <see cref="MaxMemory"/>, a write that would pass it is refused (Redis's
 /// noeviction policy), by the store's own accounting of keys, values and a fixed cost per key.
 /// </summary>
-/// <remarks>Thread-safe: each value has a lock, held only while its bytes are copied.</remarks>
+/// <remarks>Thread-safe: each value has a lock, held only while its bytes are copied; the memory limit is reserved
+/// lock-free.</remarks>
 internal sealed partial class RespStore : IDisposable
 {
     /// <summary>What a key costs besides its bytes and its value's buffer, as <see cref="UsedMemory"/> counts it: the
