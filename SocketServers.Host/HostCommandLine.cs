@@ -98,6 +98,7 @@ internal sealed class HostCommandLine
         Row(
             OneOf("--when-full", "queue", "TCP clients over --max-connections wait in the backlog, or are accepted and closed at once", "queue", "reject"),
             value => [(Tcp + "RejectWhenFull", value == "reject" ? "true" : "false")]),
+        Row(MaxMemoryOption(), value => [(HostSettings.RespMaxMemoryKey, value.ToString(CultureInfo.InvariantCulture))]),
         Row(
             WholeNumber("--stats", 0, HostSettings.MaxStatsSeconds, 0, "SECONDS", "Print the metrics every this many seconds; 0 only on SIGUSR1"),
             value => [(HostSettings.StatsSecondsKey, Text(value))]),
@@ -170,6 +171,24 @@ internal sealed class HostCommandLine
 
             result.AddError($"'--address' expects an IP address such as 127.0.0.1 or ::1, not '{value}'.");
             return null;
+        },
+    };
+
+    private static Option<long> MaxMemoryOption() => new("--maxmemory")
+    {
+        Description = "resp: the most bytes of keys and values, by the store's accounting; a SET or INCR that would pass it gets Redis's OOM error (noeviction); 0 no limit",
+        HelpName = "BYTES",
+        DefaultValueFactory = _ => 0,
+        CustomParser = result =>
+        {
+            string value = result.Tokens[0].Value;
+            if (long.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out long bytes))
+            {
+                return bytes;
+            }
+
+            result.AddError($"'--maxmemory' expects a whole number of bytes, 0 for no limit, not '{value}'.");
+            return 0;
         },
     };
 

@@ -13,7 +13,8 @@ namespace SocketServers.Host;
 /// <param name="RunUdp">Whether the UDP echo server runs.</param>
 /// <param name="StatsInterval">How often the metrics are printed; <see langword="null"/> for only on SIGUSR1.</param>
 /// <param name="Resp">Whether the TCP server is the Redis-protocol sample rather than echo.</param>
-internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInterval, bool Resp = false)
+/// <param name="RespMaxMemory">The RESP sample's memory limit in bytes, by its store's accounting; 0 for none.</param>
+internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInterval, bool Resp = false, long RespMaxMemory = 0)
 {
     /// <summary>The section of everything the host reads.</summary>
     public const string Section = "SocketServers";
@@ -23,6 +24,10 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
 
     /// <summary>Seconds between metric printouts, 0 (the default) to 86,400; 0 prints only on SIGUSR1.</summary>
     public const string StatsSecondsKey = Section + ":StatsSeconds";
+
+    /// <summary>The RESP sample's memory limit in bytes, 0 (the default, no limit) or more: SETs that would pass it get
+    /// Redis's OOM error.</summary>
+    public const string RespMaxMemoryKey = Section + ":RespMaxMemory";
 
     /// <summary>The TCP server's <see cref="TcpEchoServerOptions"/>, by property name.</summary>
     public const string TcpSection = Section + ":Tcp";
@@ -34,7 +39,7 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
     public const int MaxStatsSeconds = 86_400;
 
     // Every key the section may hold.
-    private static readonly HashSet<string> s_keys = new([ServersKey, StatsSecondsKey, TcpSection, UdpSection], StringComparer.OrdinalIgnoreCase);
+    private static readonly HashSet<string> s_keys = new([ServersKey, StatsSecondsKey, RespMaxMemoryKey, TcpSection, UdpSection], StringComparer.OrdinalIgnoreCase);
 
     // What a settings file may hold at its top: this section, the Generic Host's logging filters and its own settings.
     private static readonly HashSet<string> s_fileSections = new(
@@ -81,7 +86,13 @@ internal sealed record HostSettings(bool RunTcp, bool RunUdp, TimeSpan? StatsInt
             throw Invalid($"'{StatsSecondsKey}' expects a whole number from 0 to {MaxStatsSeconds}, not '{stats}'.");
         }
 
-        return new HostSettings(servers != "udp", servers is "udp" or "both", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds), servers == "resp");
+        long maxMemory = 0;
+        if (configuration[RespMaxMemoryKey] is string memory && !long.TryParse(memory, NumberStyles.None, CultureInfo.InvariantCulture, out maxMemory))
+        {
+            throw Invalid($"'{RespMaxMemoryKey}' expects a whole number of bytes, 0 for no limit, not '{memory}'.");
+        }
+
+        return new HostSettings(servers != "udp", servers is "udp" or "both", statsSeconds == 0 ? null : TimeSpan.FromSeconds(statsSeconds), servers == "resp", maxMemory);
     }
 
     /// <summary>Binds both servers' sections as the servers bind them, strictly, whichever servers run.</summary>

@@ -137,7 +137,7 @@ internal static class Program
             // The sample refuses, with an error reply, a request that would not fit in a connection's buffer.
             IConfigurationSection tcpSection = builder.Configuration.GetSection(HostSettings.TcpSection);
             int bufferSize = tcpSection.GetValue<int?>(nameof(TcpServerOptions.BufferSize)) ?? new TcpServerOptions().BufferSize;
-            builder.Services.AddSingleton(_ => new RespConnectionHandler(bufferSize));
+            builder.Services.AddSingleton(_ => new RespConnectionHandler(new RespStore(TimeProvider.System, settings.RespMaxMemory), bufferSize));
             builder.Services.AddTcpServer<RespConnectionHandler>(tcpSection);
         }
         else if (settings.RunTcp)

@@ -46,9 +46,10 @@ public sealed class HostCommandLineTests
         (HostSettings host, TcpEchoServerOptions tcp, UdpEchoServerOptions udp) = Settings(
             "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
             "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports", "--udp-max-replies-per-endpoint", "200", "--udp-receive-buffer", "65536",
-            "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port");
+            "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port", "--maxmemory", "3000000000");
 
         Assert.That((host.RunTcp, host.RunUdp, host.StatsInterval), Is.EqualTo((true, false, (TimeSpan?)TimeSpan.FromSeconds(7))));
+        Assert.That(host.RespMaxMemory, Is.EqualTo(3_000_000_000));
         Assert.That((tcp.Address, udp.Address), Is.EqualTo((IPAddress.IPv6Loopback, IPAddress.IPv6Loopback)));
         Assert.That((tcp.Port, udp.Port), Is.EqualTo((0, 0)));
         Assert.That((tcp.MaxConnections, tcp.BufferSize, tcp.IdleTimeout), Is.EqualTo((5, 100_000, TimeSpan.FromSeconds(2.5))));
@@ -116,6 +117,8 @@ public sealed class HostCommandLineTests
     [TestCase("--max-connections-per-address x", "'--max-connections-per-address' expects")]
     [TestCase("--when-full drop", "'--when-full' expects queue or reject")]
     [TestCase("--stats 1.5", "'--stats' expects")]
+    [TestCase("--maxmemory -1", "'--maxmemory' expects")]
+    [TestCase("--maxmemory 1k", "'--maxmemory' expects")]
     public void Parse_BadArgument_FailsNamingIt(string commandLine, string expected)
     {
         ParseResult result = new HostCommandLine().Parse(commandLine.Split(' '));

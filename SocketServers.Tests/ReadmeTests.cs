@@ -17,7 +17,7 @@ public sealed class ReadmeTests
 
         Assert.That(readme, Does.Contain("## Your own protocol"));
         Assert.That(readme, Does.Contain(CodeBlock(sample)));
-        Assert.That(sample.TrimEnd('\n').Split('\n'), Has.Length.LessThanOrEqualTo(40), "lines");
+        Assert.That(sample.TrimEnd('\n').Split('\n'), Has.Length.LessThanOrEqualTo(55), "lines");
     }
 
     [Test]
@@ -86,9 +86,7 @@ public sealed class ReadmeTests
     [CancelAfter(10_000)]
     public async Task UppercaseHandler_LinesThenQuit_NumberedUpperCaseRepliesThenEnd(CancellationToken cancellationToken)
     {
-        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
-        await using var server = new TcpServer(options, new UppercaseHandler());
-        await server.StartAsync(cancellationToken);
+        await using TcpServer server = await Started.StartAsync(new TcpServer(new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 }, new UppercaseHandler()), cancellationToken);
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
         await client.SendAsync("hello\nwor", cancellationToken);
@@ -96,6 +94,20 @@ public sealed class ReadmeTests
         await client.SendAsync("ld\nquit\nignored\n", cancellationToken);
 
         Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("2: WORLD\n"));
+    }
+
+    // The frame reader's loop over a line split across receives, CRLF and LF lines coalesced, then one too long.
+    [Test]
+    [CancelAfter(10_000)]
+    public async Task UppercaseHandler_LineOverTheMaximum_LinesBeforeAnsweredThenErrorAndEnd(CancellationToken cancellationToken)
+    {
+        await using TcpServer server = await Started.StartAsync(new TcpServer(new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 }, new UppercaseHandler()), cancellationToken);
+        using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
+
+        await client.SendAsync("sp", cancellationToken);
+        await client.SendAsync("lit\r\nlf\ncrlf\r\n" + new string('x', 4097) + "\n", cancellationToken);
+
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("1: SPLIT\n2: LF\n3: CRLF\nline too long\n"));
     }
 
     private static string Readme() => File.ReadAllText(Path.Combine(AppContext.BaseDirectory, "SocketServers.README.md"));

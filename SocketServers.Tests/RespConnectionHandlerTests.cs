@@ -23,6 +23,7 @@ public sealed partial class RespConnectionHandlerTests
     [TestCase("CONFIG\r\n", "-ERR wrong number of arguments for 'config' command\r\n")]
     [TestCase("*2\r\n$5\r\nFLUSH\r\n$1\r\nx\r\n", "-ERR unknown command 'FLUSH'\r\n")]
     [TestCase("\r\n*1\r\n$4\r\nPING\r\n", "+PONG\r\n")]
+    [TestCase("*-1\r\n*0\r\n*-3\r\n*1\r\n$4\r\nPING\r\n", "+PONG\r\n")]
     [TestCase("ECHO \"hello world\"\r\n", "$11\r\nhello world\r\n")]
     [TestCase("ECHO \"a\\x41\\n\\\\\"\r\n", "$4\r\naA\n\\\r\n")]
     [TestCase("ECHO 'it\\'s'\r\n", "$4\r\nit's\r\n")]
@@ -286,18 +287,19 @@ public sealed partial class RespConnectionHandlerTests
     }
 
     // Bad input: an error reply, then the close, since where the next request would start is unknown.
-    [TestCase("*1\r\n$2000\r\n", "invalid bulk length", TestName = "BadInput_BulkLengthOverTheLimit_ErrorThenClose")]
+    [TestCase("*1\r\n$2000\r\n", "request larger than this server's limit of 1024 bytes", TestName = "BadInput_BulkLengthOverTheLimit_ErrorThenClose")]
+    [TestCase("*200\r\n", "request larger than this server's limit of 1024 bytes", TestName = "BadInput_MoreElementsThanTheLimitHoldsAt6BytesEach_ErrorThenClose")]
     [TestCase("*1\r\n$-5\r\n", "invalid bulk length", TestName = "BadInput_NegativeBulkLength_ErrorThenClose")]
     [TestCase("*1\r\n$abc\r\n", "invalid bulk length", TestName = "BadInput_NonNumericBulkLength_ErrorThenClose")]
-    [TestCase("*-3\r\n", "invalid multibulk length", TestName = "BadInput_NegativeArrayLength_ErrorThenClose")]
     [TestCase("*x\r\n", "invalid multibulk length", TestName = "BadInput_NonNumericArrayLength_ErrorThenClose")]
     [TestCase("*+1\r\n$4\r\nPING\r\n", "invalid multibulk length", TestName = "BadInput_ArrayLengthWithAPlus_ErrorThenClose")]
     [TestCase("*1\r\n$04\r\nPING\r\n", "invalid bulk length", TestName = "BadInput_BulkLengthWithALeadingZero_ErrorThenClose")]
     [TestCase("*1\r\n$-0\r\n\r\n", "invalid bulk length", TestName = "BadInput_BulkLengthMinusZero_ErrorThenClose")]
     [TestCase("*1\r\n+PING\r\n", "expected '$'", TestName = "BadInput_ArrayOfSimpleStrings_ErrorThenClose")]
     [TestCase("*1\r\n$4\r\nPINGxx", "bulk string not ended by CRLF", TestName = "BadInput_BulkWithoutCrlf_ErrorThenClose")]
-    [TestCase("*1\r\n$4xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "line not ended by CRLF", TestName = "BadInput_UnterminatedHeaderLine_ErrorThenClose")]
-    [TestCase("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n", "request larger than the receive buffer", TestName = "BadInput_RequestLargerThanTheBuffer_ErrorThenClose")]
+    [TestCase("*1\r\n$4xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "too big bulk count string", TestName = "BadInput_UnterminatedBulkHeaderLine_ErrorThenClose")]
+    [TestCase("*1xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "too big mbulk count string", TestName = "BadInput_UnterminatedArrayHeaderLine_ErrorThenClose")]
+    [TestCase("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n", "request larger than this server's limit of 1024 bytes", TestName = "BadInput_RequestLargerThanTheBuffer_ErrorThenClose")]
     [TestCase("ECHO \"abc\r\n", "unbalanced quotes in request", TestName = "BadInput_InlineQuoteLeftOpen_ErrorThenClose")]
     [TestCase("ECHO \"a\"b\r\n", "unbalanced quotes in request", TestName = "BadInput_InlineClosingQuoteNotFollowedBySpace_ErrorThenClose")]
     [CancelAfter(10_000)]
@@ -327,7 +329,7 @@ public sealed partial class RespConnectionHandlerTests
 
         await client.SendAsync(Command("PING") + request + "$5\r\nhello\r\n", cancellationToken);
 
-        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("+PONG\r\n-ERR Protocol error: request larger than the receive buffer\r\n"));
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("+PONG\r\n-ERR Protocol error: request larger than this server's limit of 1024 bytes\r\n"));
         await AssertStillServesAsync(server, cancellationToken);
     }
 
@@ -340,7 +342,7 @@ public sealed partial class RespConnectionHandlerTests
 
         await client.SendAsync(new string('x', BufferSize), cancellationToken);
 
-        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("-ERR Protocol error: line not ended by CRLF\r\n"));
+        Assert.That(await client.ReadToEndAsync(cancellationToken), Is.EqualTo("-ERR Protocol error: too big inline request\r\n"));
         await AssertStillServesAsync(server, cancellationToken);
     }
 
@@ -393,14 +395,5 @@ public sealed partial class RespConnectionHandlerTests
     {
         Assert.That(await client.ReadEndAsync(cancellationToken), Is.Zero);
         Assert.That(await client.SendUntilFailedAsync(cancellationToken), Is.EqualTo(SocketError.ConnectionReset).Or.EqualTo(SocketError.Shutdown));
-    }
-
-    private static Task<TcpServer> StartAsync(CancellationToken cancellationToken) => StartAsync(configure: null, cancellationToken);
-
-    private static async Task<TcpServer> StartAsync(Action<TcpServerOptions>? configure, CancellationToken cancellationToken)
-    {
-        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0, BufferSize = BufferSize };
-        configure?.Invoke(options);
-        return await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(BufferSize)), cancellationToken);
     }
 }

@@ -14,4 +14,6 @@ internal enum RespCommand
     Config,
     Command,
     Quit,
+    Ttl,
+    Pttl,
 }

@@ -7,35 +7,16 @@ using System.Text;
 namespace SocketServers.Resp;
 
 /// <summary>
-/// A Redis-protocol (RESP2) server in memory: PING, ECHO, SET, GET, DEL, EXISTS, INCR, QUIT, and the CONFIG GET and
-/// COMMAND that redis-cli and redis-benchmark send as they connect. Any other command gets an error reply; a request
-/// that breaks the protocol gets an error reply and the connection closes, since the stream cannot be resynchronised.
+/// A Redis-protocol (RESP2) server in memory: PING, ECHO, SET (with NX, XX, EX, PX, EXAT, PXAT, KEEPTTL), GET, DEL,
+/// EXISTS, INCR, TTL, PTTL, QUIT, and the CONFIG GET and COMMAND that redis-cli and redis-benchmark send as they
+/// connect. Any other command gets an error reply; a request that breaks the protocol gets an error reply and the
+/// connection closes, since the stream cannot be resynchronised.
 /// </summary>
 internal sealed class RespConnectionHandler : TcpConnectionHandler
 {
-    private static readonly byte[] s_pong = "+PONG\r\n"u8.ToArray();
-    private static readonly byte[] s_ok = "+OK\r\n"u8.ToArray();
-    private static readonly byte[] s_nil = "$-1\r\n"u8.ToArray();
-    private static readonly byte[] s_emptyArray = "*0\r\n"u8.ToArray();
-    private static readonly byte[] s_crlf = "\r\n"u8.ToArray();
-    private static readonly byte[] s_configSave = "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"u8.ToArray();
-    private static readonly byte[] s_configAppendOnly = "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"u8.ToArray();
-    private static readonly byte[] s_unknownCommand = "-ERR unknown command '"u8.ToArray();
-    private static readonly byte[] s_unknownCommandEnd = "'\r\n"u8.ToArray();
-    private static readonly byte[] s_syntax = "-ERR syntax error\r\n"u8.ToArray();
-    private static readonly byte[] s_notInteger = "-ERR value is not an integer or out of range\r\n"u8.ToArray();
-    private static readonly byte[] s_overflow = "-ERR increment or decrement would overflow\r\n"u8.ToArray();
-    private static readonly byte[] s_invalidMultibulk = "-ERR Protocol error: invalid multibulk length\r\n"u8.ToArray();
-    private static readonly byte[] s_invalidBulk = "-ERR Protocol error: invalid bulk length\r\n"u8.ToArray();
-    private static readonly byte[] s_expectedBulk = "-ERR Protocol error: expected '$'\r\n"u8.ToArray();
-    private static readonly byte[] s_unterminatedBulk = "-ERR Protocol error: bulk string not ended by CRLF\r\n"u8.ToArray();
-    private static readonly byte[] s_unterminatedLine = "-ERR Protocol error: line not ended by CRLF\r\n"u8.ToArray();
-    private static readonly byte[] s_unbalancedQuotes = "-ERR Protocol error: unbalanced quotes in request\r\n"u8.ToArray();
-    private static readonly byte[] s_tooLarge = "-ERR Protocol error: request larger than the receive buffer\r\n"u8.ToArray();
-    private static readonly byte[] s_unfinished = "-ERR Protocol error: unfinished request at end of input\r\n"u8.ToArray();
-
     private readonly RespStore _store;
     private readonly int _maxRequestSize;
+    private readonly byte[] _requestTooLarge;
 
     /// <summary>Creates the handler over a store of its own.</summary>
     /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.BufferSize"/>.</param>
@@ -53,6 +34,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         ArgumentOutOfRangeException.ThrowIfLessThan(maxRequestSize, 1);
         _store = store;
         _maxRequestSize = maxRequestSize;
+        _requestTooLarge = RespReplies.RequestTooLarge(maxRequestSize);
     }
 
     /// <summary>Gets the keys and values.</summary>
@@ -84,7 +66,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 RespParseStatus.Complete => count == 0 || await ExecuteAsync(connection, session, rest[..length], session.Arguments, count).ConfigureAwait(false),
                 RespParseStatus.TooManyArguments => await ExecuteWithRoomAsync(connection, session, rest[..length], count).ConfigureAwait(false),
                 RespParseStatus.QuotedInline => await ExecuteQuotedInlineAsync(connection, session, rest[..length]).ConfigureAwait(false),
-                _ => await RefuseAsync(connection, status).ConfigureAwait(false),
+                _ => await RefuseAsync(connection, RespReplies.Refusal(status, _requestTooLarge)).ConfigureAwait(false),
             };
             if (!goOn)
             {
@@ -97,23 +79,14 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     }
 
     public override ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed)
-        => connection.WriteAsync(s_unfinished);
+        => connection.WriteAsync(RespReplies.Unfinished);
 
     /// <summary>Says why a request breaks the protocol; the connection then closes, since where the next request starts is unknown.</summary>
     /// <returns><see langword="false"/>: do not go on.</returns>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private static async ValueTask<bool> RefuseAsync(TcpConnection connection, RespParseStatus status)
+    private static async ValueTask<bool> RefuseAsync(TcpConnection connection, byte[] error)
     {
-        await connection.WriteAsync(status switch
-        {
-            RespParseStatus.InvalidMultibulkLength => s_invalidMultibulk,
-            RespParseStatus.InvalidBulkLength => s_invalidBulk,
-            RespParseStatus.ExpectedBulk => s_expectedBulk,
-            RespParseStatus.UnterminatedBulk => s_unterminatedBulk,
-            RespParseStatus.UnterminatedLine => s_unterminatedLine,
-            RespParseStatus.UnbalancedQuotes => s_unbalancedQuotes,
-            _ => s_tooLarge,
-        }).ConfigureAwait(false);
+        await connection.WriteAsync(error).ConfigureAwait(false);
         return false;
     }
 
@@ -152,7 +125,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
             }
 
             return status != RespParseStatus.Complete
-                ? await RefuseAsync(connection, status).ConfigureAwait(false)
+                ? await RefuseAsync(connection, RespReplies.Refusal(status, _requestTooLarge)).ConfigureAwait(false)
                 : count == 0 || await ExecuteAsync(connection, session, text.AsMemory(0, line.Length), arguments, count).ConfigureAwait(false);
         }
         finally
@@ -176,15 +149,15 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
             case RespCommand.Get when count == 2:
                 await GetAsync(connection, session, Argument(request, arguments, 1)).ConfigureAwait(false);
                 break;
-            case RespCommand.Set when count == 3:
-                _store.Set(Argument(request, arguments, 1).Span, Argument(request, arguments, 2).Span);
-                await connection.WriteAsync(s_ok).ConfigureAwait(false);
+            case RespCommand.Set when count >= 3:
+                await connection.WriteAsync(Set(request, arguments, count)).ConfigureAwait(false);
                 break;
-            case RespCommand.Set when count > 3:
-                await connection.WriteAsync(s_syntax).ConfigureAwait(false);
+            case RespCommand.Ttl or RespCommand.Pttl when count == 2:
+                long ttl = _store.TimeToLive(Argument(request, arguments, 1).Span);
+                await WriteIntegerAsync(connection, session, command == RespCommand.Pttl || ttl < 0 ? ttl : (ttl + 500) / 1000).ConfigureAwait(false);
                 break;
             case RespCommand.Ping when count == 1:
-                await connection.WriteAsync(s_pong).ConfigureAwait(false);
+                await connection.WriteAsync(RespReplies.Pong).ConfigureAwait(false);
                 break;
             case RespCommand.Ping or RespCommand.Echo when count == 2:
                 await WriteBulkAsync(connection, session, Argument(request, arguments, 1)).ConfigureAwait(false);
@@ -193,8 +166,9 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 await (_store.Increment(Argument(request, arguments, 1).Span, out long value) switch
                 {
                     RespStore.IncrementOutcome.Done => WriteIntegerAsync(connection, session, value),
-                    RespStore.IncrementOutcome.Overflow => connection.WriteAsync(s_overflow),
-                    _ => connection.WriteAsync(s_notInteger),
+                    RespStore.IncrementOutcome.Overflow => connection.WriteAsync(RespReplies.Overflow),
+                    RespStore.IncrementOutcome.OutOfMemory => connection.WriteAsync(RespReplies.OutOfMemory),
+                    _ => connection.WriteAsync(RespReplies.NotInteger),
                 }).ConfigureAwait(false);
                 break;
             case RespCommand.Del or RespCommand.Exists when count >= 2:
@@ -205,10 +179,10 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
                 break;
             case RespCommand.Command:
                 // redis-cli asks for the commands' documentation as it starts; an empty list leaves it without hints.
-                await connection.WriteAsync(s_emptyArray).ConfigureAwait(false);
+                await connection.WriteAsync(RespReplies.EmptyArray).ConfigureAwait(false);
                 break;
             case RespCommand.Quit:
-                await connection.WriteAsync(s_ok).ConfigureAwait(false);
+                await connection.WriteAsync(RespReplies.Ok).ConfigureAwait(false);
                 return false;
             case RespCommand.Unknown:
                 await WriteUnknownCommandAsync(connection, session, Argument(request, arguments, 0)).ConfigureAwait(false);
@@ -226,10 +200,12 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         3 when Ascii.EqualsIgnoreCase(name, "GET"u8) => RespCommand.Get,
         3 when Ascii.EqualsIgnoreCase(name, "SET"u8) => RespCommand.Set,
         3 when Ascii.EqualsIgnoreCase(name, "DEL"u8) => RespCommand.Del,
+        3 when Ascii.EqualsIgnoreCase(name, "TTL"u8) => RespCommand.Ttl,
         4 when Ascii.EqualsIgnoreCase(name, "PING"u8) => RespCommand.Ping,
         4 when Ascii.EqualsIgnoreCase(name, "INCR"u8) => RespCommand.Incr,
         4 when Ascii.EqualsIgnoreCase(name, "ECHO"u8) => RespCommand.Echo,
         4 when Ascii.EqualsIgnoreCase(name, "QUIT"u8) => RespCommand.Quit,
+        4 when Ascii.EqualsIgnoreCase(name, "PTTL"u8) => RespCommand.Pttl,
         6 when Ascii.EqualsIgnoreCase(name, "EXISTS"u8) => RespCommand.Exists,
         6 when Ascii.EqualsIgnoreCase(name, "CONFIG"u8) => RespCommand.Config,
         7 when Ascii.EqualsIgnoreCase(name, "COMMAND"u8) => RespCommand.Command,
@@ -256,7 +232,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
 
         try
         {
-            await (length < 0 ? connection.WriteAsync(s_nil) : WriteBulkAsync(connection, session, buffer.AsMemory(0, length))).ConfigureAwait(false);
+            await (length < 0 ? connection.WriteAsync(RespReplies.Nil) : WriteBulkAsync(connection, session, buffer.AsMemory(0, length))).ConfigureAwait(false);
         }
         finally
         {
@@ -269,6 +245,23 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
 
     private static ReadOnlyMemory<byte> Argument(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int index)
         => request.Slice(arguments[index].Start, arguments[index].Length);
+
+    /// <summary>SET, with its options: the reply, OK, nil when NX or XX did not hold, or an error.</summary>
+    private byte[] Set(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count)
+    {
+        var options = new RespSetOptions(RespStore.SetCondition.Always, 0);
+        if (count > 3 && RespSetOptions.TryParse(request.Span, arguments.AsSpan(3, count - 3), _store.Now, out options) is { } error)
+        {
+            return error;
+        }
+
+        return _store.Set(Argument(request, arguments, 1).Span, Argument(request, arguments, 2).Span, options.Condition, options.ExpiresAt) switch
+        {
+            RespStore.SetOutcome.Done => RespReplies.Ok,
+            RespStore.SetOutcome.NotSet => RespReplies.Nil,
+            _ => RespReplies.OutOfMemory,
+        };
+    }
 
     /// <summary>DEL or EXISTS: how many of the keys were there (and are now removed, for DEL).</summary>
     private long CountKeys(ReadOnlyMemory<byte> request, (int Start, int Length)[] arguments, int count, bool delete)
@@ -293,14 +286,14 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
 
         if (count != 3 || !Ascii.EqualsIgnoreCase(request.Span.Slice(arguments[1].Start, arguments[1].Length), "GET"u8))
         {
-            return connection.WriteAsync(s_syntax);
+            return connection.WriteAsync(RespReplies.Syntax);
         }
 
         ReadOnlySpan<byte> parameter = request.Span.Slice(arguments[2].Start, arguments[2].Length);
         return connection.WriteAsync(
-            Ascii.EqualsIgnoreCase(parameter, "save"u8) ? s_configSave
-            : Ascii.EqualsIgnoreCase(parameter, "appendonly"u8) ? s_configAppendOnly
-            : s_emptyArray);
+            Ascii.EqualsIgnoreCase(parameter, "save"u8) ? RespReplies.ConfigSave
+            : Ascii.EqualsIgnoreCase(parameter, "appendonly"u8) ? RespReplies.ConfigAppendOnly
+            : RespReplies.EmptyArray);
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
@@ -312,7 +305,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         session.Header[written + 2] = (byte)'\n';
         await connection.WriteAsync(session.Header.AsMemory(0, written + 3)).ConfigureAwait(false);
         await connection.WriteAsync(value).ConfigureAwait(false);
-        await connection.WriteAsync(s_crlf).ConfigureAwait(false);
+        await connection.WriteAsync(RespReplies.Crlf).ConfigureAwait(false);
     }
 
     private static ValueTask WriteIntegerAsync(TcpConnection connection, RespSession session, long value)
@@ -344,7 +337,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private static async ValueTask WriteUnknownCommandAsync(TcpConnection connection, RespSession session, ReadOnlyMemory<byte> name)
     {
-        await connection.WriteAsync(s_unknownCommand).ConfigureAwait(false);
+        await connection.WriteAsync(RespReplies.UnknownCommand).ConfigureAwait(false);
         int length = Math.Min(name.Length, session.Scratch.Length);
         Span<byte> printable = session.Scratch.AsSpan(0, length);
         name.Span[..length].CopyTo(printable);
@@ -357,6 +350,6 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
         }
 
         await connection.WriteAsync(session.Scratch.AsMemory(0, length)).ConfigureAwait(false);
-        await connection.WriteAsync(s_unknownCommandEnd).ConfigureAwait(false);
+        await connection.WriteAsync(RespReplies.UnknownCommandEnd).ConfigureAwait(false);
     }
 }

@@ -20,10 +20,11 @@ internal enum RespParseStatus
     /// resynchronised.</summary>
     UnbalancedQuotes,
 
-    /// <summary>An array length that is not a number from 0 to the limit; the stream cannot be resynchronised.</summary>
+    /// <summary>An array length that is not a number, or over <see cref="int.MaxValue"/>; the stream cannot be resynchronised.</summary>
     InvalidMultibulkLength,
 
-    /// <summary>A bulk length that is not a number from 0 to the limit; the stream cannot be resynchronised.</summary>
+    /// <summary>A bulk length that is not a number from 0 to <see cref="RespRequestParser.MaxBulkLength"/>; the stream cannot
+    /// be resynchronised.</summary>
     InvalidBulkLength,
 
     /// <summary>An array element that is not a bulk string; the stream cannot be resynchronised.</summary>
@@ -32,9 +33,23 @@ internal enum RespParseStatus
     /// <summary>A bulk string not followed by CRLF; the stream cannot be resynchronised.</summary>
     UnterminatedBulk,
 
-    /// <summary>A line with no CRLF within the longest line allowed; the stream cannot be resynchronised.</summary>
-    UnterminatedLine,
+    /// <summary>An array header line with no CRLF within <see cref="RespRequestParser.MaxHeaderLine"/>; the stream cannot
+    /// be resynchronised.</summary>
+    MultibulkCountTooLong,
 
-    /// <summary>A request that would not fit in the receive buffer; the stream cannot be resynchronised.</summary>
+    /// <summary>A bulk header line with no CRLF within <see cref="RespRequestParser.MaxHeaderLine"/>; the stream cannot
+    /// be resynchronised.</summary>
+    BulkCountTooLong,
+
+    /// <summary>A header line too long, before it is known to be an array's or a bulk's (never returned by
+    /// <see cref="RespRequestParser.TryParse"/>).</summary>
+    CountLineTooLong,
+
+    /// <summary>An inline command with no LF within <see cref="RespRequestParser.MaxInlineLine"/> or the receive buffer;
+    /// the stream cannot be resynchronised.</summary>
+    InlineTooLong,
+
+    /// <summary>A request longer than the handler's limit (the receive buffer): its array, bulk lengths or bytes tell;
+    /// the stream cannot be resynchronised.</summary>
     RequestTooLarge,
 }

@@ -7,11 +7,18 @@ namespace SocketServers.Resp;
 /// </summary>
 internal static class RespRequestParser
 {
-    /// <summary>The longest array or bulk header line (<c>$1048576</c> is 8 bytes); a longer one is not RESP.</summary>
+    /// <summary>The longest array or bulk header line (<c>$1048576</c> is 8 bytes), CRLF excluded; a longer one is not RESP.</summary>
     public const int MaxHeaderLine = 32;
 
-    /// <summary>The most elements a request array may declare.</summary>
-    public const int MaxArrayLength = 1024 * 1024;
+    /// <summary>The longest inline command, CRLF excluded, as Redis's (<c>PROTO_INLINE_MAX_SIZE</c>).</summary>
+    public const int MaxInlineLine = 64 * 1024;
+
+    /// <summary>The longest bulk string Redis reads (its <c>proto-max-bulk-len</c>); a longer one is invalid, where a
+    /// shorter one that passes the request limit is too large.</summary>
+    public const long MaxBulkLength = 512L * 1024 * 1024;
+
+    private static readonly DelimitedFrameReader s_headerLine = new("\r\n"u8, MaxHeaderLine);
+    private static readonly DelimitedFrameReader s_inlineLine = DelimitedFrameReader.Line(MaxInlineLine);
 
     /// <summary>Parses the request at the start of <paramref name="input"/>.</summary>
     /// <param name="input">The bytes received and not yet consumed.</param>
@@ -151,59 +158,39 @@ internal static class RespRequestParser
         RespParseStatus status = TryReadNumber(input, 0, out long elements, out int position);
         if (status != RespParseStatus.Complete)
         {
-            return status;
+            return status == RespParseStatus.CountLineTooLong ? RespParseStatus.MultibulkCountTooLong : status;
         }
 
-        if (elements is < 0 or > MaxArrayLength)
+        if (elements > int.MaxValue)
         {
             return RespParseStatus.InvalidMultibulkLength;
         }
 
+        if (elements <= 0)
+        {
+            consumed = position; // a null or empty array, which Redis reads as nothing to do
+            return RespParseStatus.Complete;
+        }
+
+        if (elements > maxRequestSize / 6)
+        {
+            return RespParseStatus.RequestTooLarge; // each bulk string takes 6 bytes at least: $0, CRLF, CRLF
+        }
+
         for (int i = 0; i < elements; i++)
         {
-            if (position >= input.Length)
-            {
-                return RespParseStatus.Incomplete;
-            }
-
-            if (input[position] != (byte)'$')
-            {
-                return RespParseStatus.ExpectedBulk;
-            }
-
-            status = TryReadNumber(input, position, out long length, out int start);
+            status = TryReadBulk(input, position, maxRequestSize, out int start, out int length);
             if (status != RespParseStatus.Complete)
             {
-                return status == RespParseStatus.InvalidMultibulkLength ? RespParseStatus.InvalidBulkLength : status;
-            }
-
-            if (length < 0 || length > maxRequestSize)
-            {
-                return RespParseStatus.InvalidBulkLength;
-            }
-
-            long end = start + length + 2;
-            if (end > maxRequestSize)
-            {
-                return RespParseStatus.RequestTooLarge;
-            }
-
-            if (end > input.Length)
-            {
-                return RespParseStatus.Incomplete;
-            }
-
-            if (input[(int)end - 2] != (byte)'\r' || input[(int)end - 1] != (byte)'\n')
-            {
-                return RespParseStatus.UnterminatedBulk;
+                return status;
             }
 
             if (i < arguments.Length)
             {
-                arguments[i] = (start, (int)length);
+                arguments[i] = (start, length);
             }
 
-            position = (int)end;
+            position = start + length + 2;
         }
 
         consumed = position;
@@ -211,33 +198,81 @@ internal static class RespRequestParser
         return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
     }
 
+    /// <summary>Reads the bulk string at <paramref name="at"/>: its header, its bytes and their CRLF.</summary>
+    /// <returns><see cref="RespParseStatus.Complete"/> with where its bytes lie, <see cref="RespParseStatus.Incomplete"/>,
+    /// or why it breaks the protocol.</returns>
+    private static RespParseStatus TryReadBulk(ReadOnlySpan<byte> input, int at, int maxRequestSize, out int start, out int length)
+    {
+        length = 0;
+        start = 0;
+        if (at >= input.Length)
+        {
+            return RespParseStatus.Incomplete;
+        }
+
+        if (input[at] != (byte)'$')
+        {
+            return RespParseStatus.ExpectedBulk;
+        }
+
+        RespParseStatus status = TryReadNumber(input, at, out long declared, out start);
+        if (status != RespParseStatus.Complete)
+        {
+            return status switch
+            {
+                RespParseStatus.InvalidMultibulkLength => RespParseStatus.InvalidBulkLength,
+                RespParseStatus.CountLineTooLong => RespParseStatus.BulkCountTooLong,
+                _ => status,
+            };
+        }
+
+        if (declared is < 0 or > MaxBulkLength)
+        {
+            return RespParseStatus.InvalidBulkLength;
+        }
+
+        long end = start + declared + 2;
+        if (end > maxRequestSize)
+        {
+            return RespParseStatus.RequestTooLarge;
+        }
+
+        if (end > input.Length)
+        {
+            return RespParseStatus.Incomplete;
+        }
+
+        if (input[(int)end - 2] != (byte)'\r' || input[(int)end - 1] != (byte)'\n')
+        {
+            return RespParseStatus.UnterminatedBulk;
+        }
+
+        length = (int)declared;
+        return RespParseStatus.Complete;
+    }
+
     /// <summary>Reads the number after the type byte at <paramref name="at"/>, up to its CRLF.</summary>
     /// <returns><see cref="RespParseStatus.Complete"/>, <see cref="RespParseStatus.Incomplete"/>,
-    /// <see cref="RespParseStatus.UnterminatedLine"/>, or <see cref="RespParseStatus.InvalidMultibulkLength"/> for a line
+    /// <see cref="RespParseStatus.CountLineTooLong"/>, or <see cref="RespParseStatus.InvalidMultibulkLength"/> for a line
     /// that is not a number.</returns>
     private static RespParseStatus TryReadNumber(ReadOnlySpan<byte> input, int at, out long value, out int next)
     {
         value = 0;
         next = 0;
-        ReadOnlySpan<byte> rest = input[(at + 1)..];
-        int end = rest[..Math.Min(rest.Length, MaxHeaderLine)].IndexOf((byte)'\r');
-        if (end < 0 || end + 1 >= rest.Length)
+        switch (s_headerLine.TryReadFrame(input[(at + 1)..], out Range line, out int length))
         {
-            return rest.Length >= MaxHeaderLine ? RespParseStatus.UnterminatedLine : RespParseStatus.Incomplete;
+            case FrameStatus.Incomplete:
+                return RespParseStatus.Incomplete;
+            case FrameStatus.TooLong:
+                return RespParseStatus.CountLineTooLong;
         }
 
-        if (rest[end + 1] != (byte)'\n')
-        {
-            return RespParseStatus.UnterminatedLine;
-        }
-
-        ReadOnlySpan<byte> digits = rest[..end];
-        if (!RespInteger.TryParse(digits, out value))
+        if (!RespInteger.TryParse(input[(at + 1)..][line], out value))
         {
             return RespParseStatus.InvalidMultibulkLength;
         }
 
-        next = at + 1 + end + 2;
+        next = at + 1 + length;
         return RespParseStatus.Complete;
     }
 
@@ -246,16 +281,17 @@ internal static class RespRequestParser
     {
         consumed = 0;
         count = 0;
-        int lineEnd = input.IndexOf((byte)'\n');
-        if (lineEnd < 0)
+        FrameStatus line = s_inlineLine.TryReadFrame(input, out Range text, out int lineLength);
+        if (line != FrameStatus.Complete)
         {
-            return input.Length >= maxRequestSize ? RespParseStatus.UnterminatedLine : RespParseStatus.Incomplete;
+            // Too long for Redis, or for the buffer.
+            return line == FrameStatus.TooLong || input.Length >= maxRequestSize ? RespParseStatus.InlineTooLong : RespParseStatus.Incomplete;
         }
 
-        int textEnd = lineEnd > 0 && input[lineEnd - 1] == (byte)'\r' ? lineEnd - 1 : lineEnd;
+        int textEnd = text.End.Value;
         if (input[..textEnd].IndexOfAny((byte)'"', (byte)'\'') >= 0)
         {
-            consumed = lineEnd + 1;
+            consumed = lineLength;
             return RespParseStatus.QuotedInline;
         }
 
@@ -284,7 +320,7 @@ internal static class RespRequestParser
             }
         }
 
-        consumed = lineEnd + 1;
+        consumed = lineLength;
         return count > arguments.Length ? RespParseStatus.TooManyArguments : RespParseStatus.Complete;
     }
 
