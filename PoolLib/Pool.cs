@@ -61,7 +61,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         _name = options.Name ?? defaultName ?? TypeNames.Display(GetType());
         _time = options.TimeProvider ?? TimeProvider.System;
         _maxHints = (int)Math.Min(1 << 16, BitOperations.RoundUpToPowerOf2((uint)options.MaxCapacity));
-        int leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval;
+        int leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval ?? LeakSampleCountdown.Adaptive;
         _samplesLeaks = leakSamplingInterval != 0;
         _hints = new ThreadHintTable<T>(leakSamplingInterval);
         _maintenance = PoolMaintenance<T>.Create(this, options);
@@ -75,7 +75,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         _createsAsynchronously = SlotLifecycle<T>.CreatesAsynchronously(construct, constructAsync, _name);
 
         _lifecycle = new SlotLifecycle<T>(this, construct, constructAsync, _createsAsynchronously, _time, stampsReleases: _idleValidation is not null);
-        _waiting = new WaitingTakes<T>(this, leakSamplingInterval);
+        _waiting = new WaitingTakes<T>(this, _samplesLeaks);
         _releases = new SlowReleases<T>(this, _time, tracksIdleTime, resetsObjects);
         _trimmer = new PoolTrimmer<T>(this, options.MinIdle);
         _claims = new SlotClaims<T>(this);

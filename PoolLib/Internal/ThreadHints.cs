@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
@@ -21,18 +22,20 @@ internal sealed class ThreadHints<T> where T : class
     private int _count;
     private int _ready;
 
-    // Takes left before this thread's next one records where it was taken, while leak detection samples.
-    private int _leakCountdown;
+    // Which of this thread's takes record where they were taken, while leak detection samples.
+    private LeakSampleCountdown _leakSampling;
 
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
     private CacheLinePadding _padding;
 #pragma warning restore CS0169
 
-    /// <param name="leakSamplingInterval">One take in this many is sampled, the first being the thread's take number <paramref name="leakSamplingInterval"/>.</param>
+    /// <param name="leakSamplingInterval">One take in this many is sampled, or <see cref="LeakSampleCountdown.Adaptive"/>; 0 while leak detection does not sample.</param>
     public ThreadHints(int leakSamplingInterval)
     {
-        // The take that makes the hints is not counted down, so the count starts one lower.
-        _leakCountdown = leakSamplingInterval - 1;
+        if (leakSamplingInterval != 0)
+        {
+            _leakSampling = new LeakSampleCountdown(leakSamplingInterval);
+        }
     }
 
     /// <summary>Claims the newest ready hinted slot that is idle, retired or not (the caller checks), dropping stale hints on the way.</summary>
@@ -65,19 +68,11 @@ internal sealed class ThreadHints<T> where T : class
 
     /// <summary>Counts a take on the fast path; true when it is due to be sampled, which only the slow path does.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool CountDownToLeakSample() => --_leakCountdown <= 0;
+    public bool CountDownToLeakSample() => _leakSampling.CountDown();
 
-    /// <summary>Says whether a take on the slow path is sampled (every take when the interval is 1), restarting the count if so.</summary>
-    public bool TakeLeakSample(int interval)
-    {
-        if (interval != 1 && _leakCountdown > 0)
-        {
-            return false;
-        }
-
-        _leakCountdown = interval;
-        return true;
-    }
+    /// <summary>Counts a take on the slow path (unless the fast path did) and, if it is due, records where it began.</summary>
+    /// <param name="time">The pool's clock, read only when a trace is taken.</param>
+    public StackTrace? SampleLeak(TimeProvider time) => _leakSampling.Sample(time);
 
     /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>
     /// <param name="index">The slot's registry index.</param>
@@ -119,7 +114,7 @@ internal sealed class ThreadHints<T> where T : class
             int ready = --_ready;
             if ((uint)entries[ready] < (uint)slots.Length && slots[entries[ready]] is { } candidate && candidate.TryClaimIdle())
             {
-                slot = candidate;
+                    slot = candidate;
                 return true;
             }
 
