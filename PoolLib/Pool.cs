@@ -120,10 +120,11 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a read per object that exists; no take or release pays to keep a count. Exact when no take
-    /// or release is in flight; under concurrent use a snapshot, never greater than <see cref="TotalCount"/>.
+    /// Costs a read per thread that has used the pool, whatever the number of objects; each thread keeps its own
+    /// count, so no take or release writes a line another thread writes for it. Exact when no take or release is in
+    /// flight; under concurrent use a snapshot, never negative nor greater than <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount => Math.Min(_registry.CountIdle(), TotalCount);
+    public int AvailableCount => (int)Math.Clamp(_hints.SumIdleBalances(), 0, TotalCount);
 
     /// <summary>Gets how many takers are waiting for an object.</summary>
     public int WaiterCount => _waiters.Count;
@@ -448,6 +449,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     internal void Store(PoolSlot<T> slot)
     {
         slot.Publish();
+        _hints.Current.CountIdle(1);
         if (slot.Stack is null || !_waiters.IsQuietAndLive)
         {
             _releases.AfterPublish(slot);

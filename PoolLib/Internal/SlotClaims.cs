@@ -24,6 +24,7 @@ internal sealed class SlotClaims<T> where T : class
         bool unused = false;
         if (_pool.IdleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused))
         {
+            hints.CountIdle(-1);
             refused = !TryAccept(slot, hints, hinted: false, keepUnit: false, out _);
             return refused ? null : slot;
         }

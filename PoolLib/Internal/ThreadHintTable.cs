@@ -36,6 +36,19 @@ internal sealed class ThreadHintTable<T>(int leakSamplingInterval) where T : cla
         }
     }
 
+    /// <summary>Sums every thread's <see cref="ThreadHints{T}.IdleBalance"/>: the idle slots, exact when no take or release is in flight.</summary>
+    /// <remarks>A read per thread id in use, not per slot; a thread that joins meanwhile counted nothing yet.</remarks>
+    public long SumIdleBalances()
+    {
+        long idle = 0;
+        foreach (ThreadHints<T>? hints in Volatile.Read(ref _byThreadId))
+        {
+            idle += hints?.IdleBalance ?? 0;
+        }
+
+        return idle;
+    }
+
     private ThreadHints<T> Create(int threadId)
     {
         using (_lock.EnterScope())

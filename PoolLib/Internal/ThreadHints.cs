@@ -6,7 +6,8 @@ namespace PoolLib.Internal;
 
 /// <summary>
 /// One thread's hints of the slots it took, as registry indices, tried first on its next takes. Only
-/// the owner thread reads or writes it.
+/// the owner thread writes it. It also holds the thread's leak-sampling countdown and its share of the
+/// pool's idle count, which other threads read.
 /// </summary>
 /// <remarks>
 /// The first <see cref="_ready"/> hints are slots taken before the hints were last made ready and not
@@ -24,6 +25,11 @@ internal sealed class ThreadHints<T> where T : class
 
     // Which of this thread's takes record where they were taken, while leak detection samples.
     private LeakSampleCountdown _leakSampling;
+
+    // Slots this thread made idle less those it claimed idle. Invariant: only the owner writes it, each idle slot was
+    // counted once by its publisher and is uncounted once by its claimer, so the sum over every thread's hints is the
+    // pool's idle count whenever no take or release is in flight.
+    private long _idleBalance;
 
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
     private CacheLinePadding _padding;
@@ -50,6 +56,7 @@ internal sealed class ThreadHints<T> where T : class
             && slots[entries[ready]] is { } newest && newest.TryClaimIdle())
         {
             _ready = ready;
+            CountIdle(-1);
             slot = newest;
             return true;
         }
@@ -73,6 +80,13 @@ internal sealed class ThreadHints<T> where T : class
     /// <summary>Counts a take on the slow path (unless the fast path did) and, if it is due, records where it began.</summary>
     /// <param name="time">The pool's clock, read only when a trace is taken.</param>
     public StackTrace? SampleLeak(TimeProvider time) => _leakSampling.Sample(time);
+
+    /// <summary>Gets <see cref="_idleBalance"/>, for a reader on any thread.</summary>
+    public long IdleBalance => Volatile.Read(ref _idleBalance);
+
+    /// <summary>Counts a slot this thread made idle (+1) or claimed idle (-1); only the owner thread calls it.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public void CountIdle(int change) => Volatile.Write(ref _idleBalance, _idleBalance + change);
 
     /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>
     /// <param name="index">The slot's registry index.</param>
@@ -114,7 +128,8 @@ internal sealed class ThreadHints<T> where T : class
             int ready = --_ready;
             if ((uint)entries[ready] < (uint)slots.Length && slots[entries[ready]] is { } candidate && candidate.TryClaimIdle())
             {
-                    slot = candidate;
+                CountIdle(-1);
+                slot = candidate;
                 return true;
             }
 

@@ -265,6 +265,7 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
         if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
             || (scan && _pool.IdleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning)))
         {
+            _pool.Hints.Current.CountIdle(-1);
             return true;
         }
 
