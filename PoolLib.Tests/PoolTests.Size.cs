@@ -58,6 +58,47 @@ public sealed partial class PoolTests
         AssertCounts(pool, total: Capacity, available: Capacity);
     }
 
+    // A thread that takes its objects back through its hints leaves their stack entries stale; a take that then finds
+    // nothing idle must not walk them all (under a stack's lock) to learn it.
+    [Test]
+    [CancelAfter(120_000)]
+    public void TryTakeSlot_AllIdleEntriesStaleAndNothingIdle_FailsWithoutWalkingThem(CancellationToken cancellationToken)
+    {
+        const int Capacity = 4_096;
+        using var pool = new TrackedPool(Capacity);
+        PoolSlot<TrackedObject>[] all = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
+        ReleaseAll(pool, all);
+        PoolSlot<TrackedObject>[] again = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
+        Assert.That(pool.IdleStacks.EntryCount, Is.EqualTo(Capacity), "every entry is stale: its slot was taken back through the hints");
+
+        bool took = OnOwnThread(() => pool.TryTakeSlot(out PoolSlot<TrackedObject>? none));
+
+        Assert.That(took, Is.False);
+        Assert.That(pool.IdleStacks.EntryCount, Is.GreaterThanOrEqualTo(Capacity - 64), "it looked at a bounded number of entries");
+        ReleaseAll(pool, again);
+        AssertCounts(pool, total: Capacity, available: Capacity);
+    }
+
+    [Test]
+    [CancelAfter(120_000)]
+    public void TryTakeSlot_AnIdleSlotBeyondThousandsOfStaleEntries_TakesItWithoutCreating(CancellationToken cancellationToken)
+    {
+        const int Stale = 4_096;
+        using var pool = new TrackedPool(Stale + 1);
+        PoolSlot<TrackedObject>[] mine = [.. Enumerable.Range(0, Stale).Select(_ => pool.TakeSlot())];
+        PoolSlot<TrackedObject> other = OnOwnThread(pool.TakeSlot);
+        pool.Release(other);
+        ReleaseAll(pool, mine);
+        mine = [.. Enumerable.Range(0, Stale).Select(_ => pool.TakeSlot())];
+        Assert.That(mine, Does.Not.Contain(other), "this thread took back only what it took");
+
+        PoolSlot<TrackedObject>? found = OnOwnThread(() => pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot) ? slot : null);
+
+        Assert.That(found, Is.SameAs(other));
+        Assert.That(pool.CreatedCount, Is.EqualTo(Stale + 1));
+        ReleaseAll(pool, [.. mine, found!]);
+    }
+
     [Test]
     public void Trim_AfterABurstOfTenThousand_KeepsNoTraceOfTheObjectsItDiscarded()
     {
