@@ -110,6 +110,64 @@ public sealed partial class PoolTests
     /// (null: nothing taken that time), then releasing them, alternating <see cref="Pool{T}.Release"/>
     /// and <see cref="PoolSlot{T}.Dispose"/>; each holder stamps what it takes, to catch an object held twice.
     /// </summary>
+    // AvailableCount is the sum of per-thread balances: each idle slot counted by the thread that published it and
+    // uncounted by the one that claimed it. Threads release each other's objects, discard some and trim, so a
+    // publication or a claim on any path that a thread failed to count leaves the sum off once all is quiet.
+    [Test]
+    [CancelAfter(120_000)]
+    public void AvailableCount_ThreadsReleasingEachOthersObjectsDiscardingAndTrimming_EqualsIdleSlotsOnceQuiet(CancellationToken cancellationToken)
+    {
+        const int Iterations = 20_000;
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 16, MinIdle = 2 });
+        var handedOver = new ConcurrentQueue<PoolSlot<TrackedObject>>();
+        using var start = new Barrier(StressThreads);
+
+        Task[] workers = [.. Enumerable.Range(0, StressThreads).Select(worker => Task.Factory.StartNew(() =>
+        {
+            start.SignalAndWait(cancellationToken);
+            for (int i = 0; i < Iterations && !cancellationToken.IsCancellationRequested; i++)
+            {
+                if (handedOver.TryDequeue(out PoolSlot<TrackedObject>? other))
+                {
+                    pool.Release(other);
+                }
+
+                if (!pool.TryTakeSlot(s_waitBound, out PoolSlot<TrackedObject>? slot))
+                {
+                    continue;
+                }
+
+                switch ((i + worker) % 5)
+                {
+                    case 0 or 1:
+                        handedOver.Enqueue(slot);
+                        break;
+                    case 2 when i % 89 == 0:
+                        slot.Discard();
+                        break;
+                    case 3 when i % 97 == 0:
+                        pool.Release(slot);
+                        pool.Trim();
+                        break;
+                    default:
+                        pool.Release(slot);
+                        break;
+                }
+            }
+        }, cancellationToken, TaskCreationOptions.LongRunning, TaskScheduler.Default))];
+        Assert.That(Task.WaitAll(workers, s_waitBound * 5), Is.True);
+        while (handedOver.TryDequeue(out PoolSlot<TrackedObject>? left))
+        {
+            pool.Release(left);
+        }
+
+        Assert.That(pool.AvailableCount, Is.EqualTo(IdleSlotCount(pool)));
+        Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount));
+        PoolSlot<TrackedObject> held = pool.TakeSlot();
+        Assert.That(pool.AvailableCount, Is.EqualTo(pool.TotalCount - 1));
+        pool.Release(held);
+    }
+
     private static StressResult Stress(
         TrackedPool pool,
         CancellationToken cancellationToken,

@@ -36,7 +36,7 @@ public sealed partial class PoolTests
     public void RentalLeakSuspected_UnsampledRentalHeldPastThreshold_RaisedWithoutTraceAndSaysSo()
     {
         var time = new FakeTimeProvider();
-        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, Name = "leaky", LeakDetectionThreshold = s_leakThreshold, TimeProvider = time });
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, Name = "leaky", LeakDetectionThreshold = s_leakThreshold, LeakSamplingInterval = 1_000, TimeProvider = time });
         var reports = new List<PoolLeakEventArgs>();
         pool.RentalLeakSuspected += (sender, args) => reports.Add(args);
         PoolSlot<TrackedObject> slot = pool.TakeSlot();
@@ -135,6 +135,72 @@ public sealed partial class PoolTests
         }
 
         Assert.That(traced, Is.EqualTo(expected));
+    }
+
+    [Test]
+    public void LeakSamplingInterval_DefaultAndTakesRare_TracesEveryTake()
+    {
+        var time = new SteppingTimeProvider(TimeSpan.FromMicroseconds(5));
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, LeakDetectionThreshold = s_leakThreshold, TimeProvider = time });
+        var traced = new List<bool>();
+
+        for (int take = 0; take < 20; take++)
+        {
+            // A take a second: a trace of 5 us is far below 1 % of that.
+            time.Advance(TimeSpan.FromSeconds(1));
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            traced.Add(slot.History!.TracedRental == slot.Rental);
+            pool.Release(slot);
+        }
+
+        Assert.That(traced, Is.All.True);
+    }
+
+    [Test]
+    public void LeakSamplingInterval_DefaultAndTakesFrequent_TracesAboutOneTakeInHundredTimesTheTraceCost()
+    {
+        // Each read of the clock moves it 1 us, so a trace (read before and after) costs 1 us; the thread takes every 1 us.
+        var time = new SteppingTimeProvider(TimeSpan.FromMicroseconds(1));
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, LeakDetectionThreshold = s_leakThreshold, TimeProvider = time });
+        pool.Release(pool.TakeSlot()); // the object's creation reads the clock too
+        int readsBefore = time.Reads;
+        int traced = 0;
+
+        for (int take = 0; take < 5_000; take++)
+        {
+            time.Advance(TimeSpan.FromMicroseconds(1));
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            traced += slot.History!.TracedRental == slot.Rental ? 1 : 0;
+            pool.Release(slot);
+        }
+
+        // Tracing at 1 % of the thread's time: about one take in a hundred, the first takes (whose rate is unknown) traced too.
+        Assert.That(traced, Is.InRange(40, 60));
+        Assert.That(time.Reads - readsBefore, Is.EqualTo(3 * traced), "the clock is read only by a traced take: before and after its trace, and to stamp it");
+    }
+
+    [Test]
+    public void LeakSamplingInterval_DefaultAfterABurst_TracesEveryTakeAgainOnceTheBurstsIntervalHasPassed()
+    {
+        var time = new SteppingTimeProvider(TimeSpan.FromMicroseconds(1));
+        using var pool = new TrackedPool(new PoolOptions { MaxCapacity = 2, LeakDetectionThreshold = s_leakThreshold, TimeProvider = time });
+        for (int take = 0; take < 1_000; take++)
+        {
+            pool.Release(pool.TakeSlot());
+        }
+
+        var traced = new List<bool>();
+        for (int take = 0; take < 3_000; take++)
+        {
+            time.Advance(TimeSpan.FromSeconds(1));
+            PoolSlot<TrackedObject> slot = pool.TakeSlot();
+            traced.Add(slot.History!.TracedRental == slot.Rental);
+            pool.Release(slot);
+        }
+
+        int firstTraced = traced.IndexOf(true);
+        Assert.That(firstTraced, Is.GreaterThan(0), "the burst set a long interval, which a quiet thread finishes before its clock is read");
+        Assert.That(traced.Skip(firstTraced), Is.All.True);
     }
 
     [Test]
@@ -264,6 +330,30 @@ public sealed partial class PoolTests
         }
 
         Assert.That(time.Reads, Is.EqualTo(before));
+    }
+
+    /// <summary>A clock that moves by a step each time it is read, and when told; its timers never fire.</summary>
+    private sealed class SteppingTimeProvider(TimeSpan step) : TimeProvider
+    {
+        // Not 0, which the pool's idle stamps take for "not seen yet".
+        private long _now = TimeSpan.TicksPerHour;
+
+        public int Reads { get; private set; }
+
+        public override long TimestampFrequency => TimeSpan.TicksPerSecond;
+
+        public override long GetTimestamp()
+        {
+            Reads++;
+            return Interlocked.Add(ref _now, step.Ticks) - step.Ticks;
+        }
+
+        public void Advance(TimeSpan delta) => Interlocked.Add(ref _now, delta.Ticks);
+
+        // Its timers, which never fire here.
+        private readonly ManualTimeProvider _timers = new();
+
+        public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period) => _timers.CreateTimer(callback, state, dueTime, period);
     }
 
     /// <summary>A fake clock that counts how often it is read.</summary>

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
+using System.Runtime.CompilerServices;
 using PoolLib.Tests.Fakes;
 
 namespace PoolLib.Tests;
@@ -56,6 +57,79 @@ public sealed partial class PoolTests
         Assert.That(again, Is.SameAs(taken), "the object this thread took last is its first hint again");
         ReleaseAll(pool, again, held);
         AssertCounts(pool, total: Capacity, available: Capacity);
+    }
+
+    // A thread that takes its objects back through its hints leaves their stack entries stale; a take that then finds
+    // nothing idle must not walk them all (under a stack's lock) to learn it.
+    [Test]
+    [CancelAfter(120_000)]
+    public void TryTakeSlot_AllIdleEntriesStaleAndNothingIdle_FailsWithoutWalkingThem(CancellationToken cancellationToken)
+    {
+        const int Capacity = 4_096;
+        using var pool = new TrackedPool(Capacity);
+        PoolSlot<TrackedObject>[] all = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
+        ReleaseAll(pool, all);
+        PoolSlot<TrackedObject>[] again = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
+        Assert.That(pool.IdleStacks.EntryCount, Is.EqualTo(Capacity), "every entry is stale: its slot was taken back through the hints");
+
+        bool took = OnOwnThread(() => pool.TryTakeSlot(out PoolSlot<TrackedObject>? none));
+
+        Assert.That(took, Is.False);
+        Assert.That(pool.IdleStacks.EntryCount, Is.GreaterThanOrEqualTo(Capacity - 64), "it looked at a bounded number of entries");
+        ReleaseAll(pool, again);
+        AssertCounts(pool, total: Capacity, available: Capacity);
+    }
+
+    [Test]
+    [CancelAfter(120_000)]
+    public void TryTakeSlot_AnIdleSlotBeyondThousandsOfStaleEntries_TakesItWithoutCreating(CancellationToken cancellationToken)
+    {
+        const int Stale = 4_096;
+        using var pool = new TrackedPool(Stale + 1);
+        PoolSlot<TrackedObject>[] mine = [.. Enumerable.Range(0, Stale).Select(_ => pool.TakeSlot())];
+        PoolSlot<TrackedObject> other = OnOwnThread(pool.TakeSlot);
+        pool.Release(other);
+        ReleaseAll(pool, mine);
+        mine = [.. Enumerable.Range(0, Stale).Select(_ => pool.TakeSlot())];
+        Assert.That(mine, Does.Not.Contain(other), "this thread took back only what it took");
+
+        PoolSlot<TrackedObject>? found = OnOwnThread(() => pool.TryTakeSlot(out PoolSlot<TrackedObject>? slot) ? slot : null);
+
+        Assert.That(found, Is.SameAs(other));
+        Assert.That(pool.CreatedCount, Is.EqualTo(Stale + 1));
+        ReleaseAll(pool, [.. mine, found!]);
+    }
+
+    // What each object costs the pool beyond itself, against the least a pool with a handle per object does: a
+    // ConcurrentBag of handles. Counted in bytes allocated on this thread while each fills to the same count, which
+    // is exact, growth of their arrays included.
+    [Test]
+    public void TakeSlot_CreatingTenThousandObjects_AllocatesAtMostTwoAndAHalfTimesABagOfHandles()
+    {
+        const int Count = 10_000;
+        using Pool<object> pool = Pool.Create(Count, () => new object());
+        var slots = new PoolSlot<object>[Count];
+        var bag = new ConcurrentBag<StrongBox<object>>();
+        pool.Release(pool.TakeSlot());
+        bag.Add(new StrongBox<object>(new object()));
+
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < Count; i++)
+        {
+            slots[i] = pool.TakeSlot();
+        }
+
+        long ours = GC.GetAllocatedBytesForCurrentThread() - before;
+        before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 1; i < Count; i++)
+        {
+            bag.Add(new StrongBox<object>(new object()));
+        }
+
+        long handles = GC.GetAllocatedBytesForCurrentThread() - before;
+
+        Assert.That((double)ours / Count, Is.LessThanOrEqualTo(2.5 * handles / Count), $"ours {ours / Count} B an object, the bag of handles {handles / Count}");
+        Array.ForEach(slots, pool.Release);
     }
 
     [Test]

@@ -61,7 +61,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         _name = options.Name ?? defaultName ?? TypeNames.Display(GetType());
         _time = options.TimeProvider ?? TimeProvider.System;
         _maxHints = (int)Math.Min(1 << 16, BitOperations.RoundUpToPowerOf2((uint)options.MaxCapacity));
-        int leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval;
+        int leakSamplingInterval = options.LeakDetectionThreshold is null ? 0 : options.LeakSamplingInterval ?? LeakSampleCountdown.Adaptive;
         _samplesLeaks = leakSamplingInterval != 0;
         _hints = new ThreadHintTable<T>(leakSamplingInterval);
         _maintenance = PoolMaintenance<T>.Create(this, options);
@@ -75,7 +75,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
         _createsAsynchronously = SlotLifecycle<T>.CreatesAsynchronously(construct, constructAsync, _name);
 
         _lifecycle = new SlotLifecycle<T>(this, construct, constructAsync, _createsAsynchronously, _time, stampsReleases: _idleValidation is not null);
-        _waiting = new WaitingTakes<T>(this, leakSamplingInterval);
+        _waiting = new WaitingTakes<T>(this, _samplesLeaks);
         _releases = new SlowReleases<T>(this, _time, tracksIdleTime, resetsObjects);
         _trimmer = new PoolTrimmer<T>(this, options.MinIdle);
         _claims = new SlotClaims<T>(this);
@@ -120,10 +120,11 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
 
     /// <summary>Gets how many objects are idle in the pool right now.</summary>
     /// <remarks>
-    /// Costs a read per object that exists; no take or release pays to keep a count. Exact when no take
-    /// or release is in flight; under concurrent use a snapshot, never greater than <see cref="TotalCount"/>.
+    /// Costs a read per thread that has used the pool, whatever the number of objects; each thread keeps its own
+    /// count, so no take or release writes a line another thread writes for it. Exact when no take or release is in
+    /// flight; under concurrent use a snapshot, never negative nor greater than <see cref="TotalCount"/>.
     /// </remarks>
-    public int AvailableCount => Math.Min(_registry.CountIdle(), TotalCount);
+    public int AvailableCount => (int)Math.Clamp(_hints.SumIdleBalances(), 0, TotalCount);
 
     /// <summary>Gets how many takers are waiting for an object.</summary>
     public int WaiterCount => _waiters.Count;
@@ -448,6 +449,7 @@ public abstract partial class Pool<T> : IDisposable, PoolMetrics.IObservedPool w
     internal void Store(PoolSlot<T> slot)
     {
         slot.Publish();
+        _hints.Current.CountIdle(1);
         if (slot.Stack is null || !_waiters.IsQuietAndLive)
         {
             _releases.AfterPublish(slot);

@@ -11,9 +11,6 @@ namespace PoolLib;
 /// </remarks>
 public sealed class PoolOptions
 {
-    /// <summary>The default of <see cref="LeakSamplingInterval"/>: one rental in this many records where it was taken.</summary>
-    public const int DefaultLeakSamplingInterval = 128;
-
     /// <summary>The default of <see cref="MaxConcurrentCreations"/>.</summary>
     public const int DefaultMaxConcurrentCreations = 8;
 
@@ -66,13 +63,16 @@ public sealed class PoolOptions
     /// <summary>
     /// Gets or sets how many rentals share one record of where it was taken, while leak detection is
     /// on: one rental in this many (on each thread) captures its stack trace. 1 traces every rental,
-    /// 0 none; the default is <see cref="DefaultLeakSamplingInterval"/>.
+    /// 0 none; <see langword="null"/> (the default) adapts to how often each thread takes.
     /// </summary>
     /// <remarks>
-    /// A trace costs microseconds and allocates, so tracing every rental is meant for tests. A
-    /// reported rental that was not sampled has no <see cref="PoolLeakEventArgs.StackTrace"/>.
+    /// A trace costs microseconds and allocates. By default a thread's takes are all traced while they
+    /// are rare, and fewer as they grow frequent, so that tracing takes about 1 % of the thread's time;
+    /// the pool's <see cref="TimeProvider"/> is read only when a trace is taken, to measure that. A thread
+    /// that goes quiet after a burst traces again within the number of takes the burst set. A reported
+    /// rental that was not sampled has no <see cref="PoolLeakEventArgs.StackTrace"/>.
     /// </remarks>
-    public int LeakSamplingInterval { get; set; } = DefaultLeakSamplingInterval;
+    public int? LeakSamplingInterval { get; set; }
 
     /// <summary>
     /// Gets or sets how long a rental may last before the pool takes it back: its object is discarded
@@ -179,7 +179,11 @@ public sealed class PoolOptions
         ArgumentOutOfRangeException.ThrowIfLessThan(MaxCapacity, 1, $"options.{nameof(MaxCapacity)}");
         ArgumentOutOfRangeException.ThrowIfNegative(MinIdle, $"options.{nameof(MinIdle)}");
         ArgumentOutOfRangeException.ThrowIfGreaterThan(MinIdle, MaxCapacity, $"options.{nameof(MinIdle)}");
-        ArgumentOutOfRangeException.ThrowIfNegative(LeakSamplingInterval, $"options.{nameof(LeakSamplingInterval)}");
+        if (LeakSamplingInterval is { } leakSamplingInterval)
+        {
+            ArgumentOutOfRangeException.ThrowIfNegative(leakSamplingInterval, $"options.{nameof(LeakSamplingInterval)}");
+        }
+
         ArgumentOutOfRangeException.ThrowIfLessThan(MaxConcurrentCreations, 1, $"options.{nameof(MaxConcurrentCreations)}");
         if (Name is { } name && string.IsNullOrWhiteSpace(name))
         {

@@ -61,11 +61,6 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     // UseStampedFlag, only while a listener has the histogram on.
     internal long UseStart;
 
-    // After the fields above: slots that different threads use never share a cache line.
-#pragma warning disable CS0169 // Never read: it only takes up room.
-    private CacheLinePadding _padding;
-#pragma warning restore CS0169
-
     internal PoolSlot(Pool<T> owner, T @object)
     {
         _owner = owner;

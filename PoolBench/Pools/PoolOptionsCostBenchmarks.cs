@@ -9,7 +9,8 @@ namespace PoolBench.Pools;
 /// What our pool's options cost: the one-worker short-rental cell at capacity 64 for
 /// <c>DefaultObjectPool</c> (the baseline), and for ours with default options, with a listener on
 /// its meter, with the options that act on every release, with leak detection (its default sampling,
-/// no rental traced, every rental traced), with abandoned rentals taken back, and with <c>ValidateAfterIdle</c>
+/// no rental traced, every rental traced; and its default sampling against default options where each pair does about
+/// 20 us of work, so that takes are rare enough to be traced more often), with abandoned rentals taken back, and with <c>ValidateAfterIdle</c>
 /// (a synchronous take, which pays only the release's clock read).
 /// </summary>
 [MemoryDiagnoser]
@@ -23,6 +24,18 @@ public class PoolOptionsCostBenchmarks
     /// on every take, and one worker is woken per invocation, which costs little.
     /// </summary>
     public const int PairsPerInvocation = 128_000;
+
+    /// <summary>How the names of the slow-take cells end.</summary>
+    public const string SlowTakesSuffix = ", slow takes";
+
+    /// <summary>The slow-take cell the others compare with: default options.</summary>
+    public const string SlowTakesName = "Pool<T>, default options" + SlowTakesSuffix;
+
+    /// <summary>The pairs of the slow-take cells, each with <see cref="SpinsPerSlowPair"/> of work: about 100 ms.</summary>
+    public const int SlowPairsPerInvocation = 5_000;
+
+    /// <summary>Work between a slow take and its return, in <see cref="Thread.SpinWait"/> iterations: about 20 us.</summary>
+    public const int SpinsPerSlowPair = 600;
 
     private IRentalWorkers? _workers;
     private MeterListener? _listener;
@@ -56,6 +69,13 @@ public class PoolOptionsCostBenchmarks
     [GlobalSetup(Target = nameof(LeakDetectionThreshold))]
     public void StartLeakDetectionThreshold() =>
         Start(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) })));
+
+    [GlobalSetup(Target = nameof(SlowTakes))]
+    public void StartSlowTakes() => StartSlow(new OurPoolUnderTest(new BenchItemPool(Capacity)));
+
+    [GlobalSetup(Target = nameof(LeakDetectionSlowTakes))]
+    public void StartLeakDetectionSlowTakes() =>
+        StartSlow(new OurPoolUnderTest(new BenchItemPool(new PoolOptions { MaxCapacity = Capacity, LeakDetectionThreshold = TimeSpan.FromMinutes(1) })));
 
     [GlobalSetup(Target = nameof(LeakDetectionTracingNoRental))]
     public void StartLeakDetectionTracingNoRental() =>
@@ -97,6 +117,12 @@ public class PoolOptionsCostBenchmarks
     [Benchmark(Description = "Pool<T>, LeakDetectionThreshold", OperationsPerInvoke = PairsPerInvocation)]
     public void LeakDetectionThreshold() => _workers!.Run();
 
+    [Benchmark(Description = SlowTakesName, OperationsPerInvoke = SlowPairsPerInvocation)]
+    public void SlowTakes() => _workers!.Run();
+
+    [Benchmark(Description = "Pool<T>, LeakDetectionThreshold" + SlowTakesSuffix, OperationsPerInvoke = SlowPairsPerInvocation)]
+    public void LeakDetectionSlowTakes() => _workers!.Run();
+
     [Benchmark(Description = "Pool<T>, LeakDetectionThreshold, LeakSamplingInterval 0", OperationsPerInvoke = PairsPerInvocation)]
     public void LeakDetectionTracingNoRental() => _workers!.Run();
 
@@ -131,4 +157,8 @@ public class PoolOptionsCostBenchmarks
     private void Start<TPool>(TPool pool)
         where TPool : struct, IPoolUnderTest =>
         _workers = new RentalWorkers<TPool>(pool, RentalPattern.Short, workers: 1, held: 1, PairsPerInvocation);
+
+    private void StartSlow<TPool>(TPool pool)
+        where TPool : struct, IPoolUnderTest =>
+        _workers = new RentalWorkers<TPool>(pool, RentalPattern.Short, workers: 1, held: 1, SlowPairsPerInvocation, SpinsPerSlowPair);
 }

@@ -22,6 +22,7 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     private readonly RentalPattern _pattern;
     private readonly int _held;
     private readonly long _pairsPerRun;
+    private readonly int _spinsPerPair;
     private readonly Thread[] _threads;
 
     // Both have the workers and the thread that calls Run as participants.
@@ -43,12 +44,14 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     /// All pairs of all workers in one run, shared out as evenly as whole pairs allow; a worker whose
     /// share is not a whole number of rounds ends with a shorter round.
     /// </param>
-    public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held, long pairsPerRun)
+    /// <param name="spinsPerPair">Work between each take and its return, in <see cref="Thread.SpinWait"/> iterations: 0 for none, else a thread that takes less often.</param>
+    public RentalWorkers(TPool pool, RentalPattern pattern, int workers, int held, long pairsPerRun, int spinsPerPair = 0)
     {
         _pool = pool;
         _pattern = pattern;
         _held = held;
         _pairsPerRun = pairsPerRun;
+        _spinsPerPair = spinsPerPair;
         _completed = new long[workers];
         _failures = new Exception?[workers];
         _start = new Barrier(workers + 1);
@@ -148,6 +151,11 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
     /// </summary>
     private long RunRounds(BenchItem[] items, long pairs)
     {
+        if (_spinsPerPair != 0)
+        {
+            return RunSlowPairs(pairs);
+        }
+
         long rounds = pairs / items.Length;
         for (long round = 0; round < rounds; round++)
         {
@@ -155,6 +163,20 @@ internal sealed class RentalWorkers<TPool> : IRentalWorkers
         }
 
         Rent(items, (int)(pairs % items.Length), (byte)rounds);
+        return pairs;
+    }
+
+    /// <summary>Short rentals with work between each take and its return.</summary>
+    private long RunSlowPairs(long pairs)
+    {
+        for (long pair = 0; pair < pairs; pair++)
+        {
+            BenchItem item = _pool.Take();
+            item.Buffer[0] = (byte)pair;
+            Thread.SpinWait(_spinsPerPair);
+            _pool.Return(item);
+        }
+
         return pairs;
     }
 

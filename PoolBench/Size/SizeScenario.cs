@@ -17,6 +17,7 @@ internal sealed class SizeScenario(BenchOptions options)
     public const string Steal = "take of an object the thread never took";
     public const string NewThread = "first take on a new thread";
     public const string Failed = "failed take";
+    public const string LongestFailedAfterRetake = "longest failed take after a thread took every object back";
     public const string Growth = "growth: each take creates";
     public const string AfterBurst = "take after a trimmed burst";
     public const string HighThreadId = "own object, thread id above 4,096";
@@ -96,6 +97,7 @@ internal sealed class SizeScenario(BenchOptions options)
         yield return Cell(impl, size, Steal, () => MeasureSteal(impl, size));
         yield return Cell(impl, size, NewThread, () => MeasureNewThread(impl, size));
         yield return Cell(impl, size, Failed, () => MeasureFailed(impl, size));
+        yield return Cell(impl, size, LongestFailedAfterRetake, () => MeasureLongestFailedAfterRetake(impl, size));
         yield return Cell(impl, size, Growth, () => MeasureGrowth(impl, size));
         yield return Cell(impl, size, AfterBurst, () => MeasureAfterBurst(impl, size));
         (double low, double high) = MeasureOwnObjects(impl, size, threads);
@@ -188,6 +190,50 @@ internal sealed class SizeScenario(BenchOptions options)
 
             return Stopwatch.GetElapsedTime(start).TotalNanoseconds / takes;
         });
+    }
+
+    /// <summary>
+    /// A thread takes every object, returns them all and takes them all back (ours then holds a stale stack entry for
+    /// each); its next takes fail: the longest of the first 16, the median over rounds without a collection.
+    /// </summary>
+    private double? MeasureLongestFailedAfterRetake(string impl, int size)
+    {
+        var longest = new List<double>();
+        for (int round = 0; round < _rounds; round++)
+        {
+            using ISizedPool pool = SizedPools.Create(impl, size);
+            if (!pool.CanFail)
+            {
+                return null;
+            }
+
+            int collections = 0;
+            double ns = OnThread(() =>
+            {
+                TakeAll(pool, ReturnAll(pool, TakeAll(pool, size)));
+                GC.Collect();
+                collections = GC.CollectionCount(0);
+                double most = 0;
+                for (int i = 0; i < 16; i++)
+                {
+                    long start = Stopwatch.GetTimestamp();
+                    if (pool.TryTakeIdle() is not null)
+                    {
+                        throw new InvalidOperationException($"{impl}: a take from an exhausted pool succeeded");
+                    }
+
+                    most = Math.Max(most, Stopwatch.GetElapsedTime(start).TotalNanoseconds);
+                }
+
+                return most;
+            });
+            if (GC.CollectionCount(0) == collections)
+            {
+                longest.Add(ns);
+            }
+        }
+
+        return longest.Count == 0 ? null : Median(longest);
     }
 
     /// <summary>An empty pool, filled by takes that each create an object.</summary>
@@ -355,7 +401,7 @@ internal sealed class SizeScenario(BenchOptions options)
 
     private void Print(List<SizeResult> results, ThreadIds threads)
     {
-        foreach (string name in new[] { Steal, NewThread, Failed, Growth, AfterBurst, LowThreadId, HighThreadId })
+        foreach (string name in new[] { Steal, NewThread, Failed, LongestFailedAfterRetake, Growth, AfterBurst, LowThreadId, HighThreadId })
         {
             SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per take{(name is LowThreadId or HighThreadId ? "+return pair" : "")} " +
                 $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good; vs bag + handle = ours / a ConcurrentBag of handles each claimed by a compare-and-swap; in brackets, the collector's pauses per take){options.QuickLabel}");

@@ -17,13 +17,40 @@ public sealed class IdleSlotStacksTests
         // Taken since through their takers' hints: their entries are stale.
         Assert.That(slots[1].TryClaimIdle() && slots[2].TryClaimIdle(), Is.True);
         bool sawReturning = false;
-        bool taken = stacks.TryTake(out PoolSlot<TrackedObject>? slot, lookEverywhere: true, ref sawReturning);
+        int budget = int.MaxValue;
+        bool taken = stacks.TryTake(out PoolSlot<TrackedObject>? slot, lookEverywhere: true, ref sawReturning, ref budget);
 
         Assert.That(taken, Is.True);
         Assert.That(slot, Is.SameAs(slots[0]));
         Assert.That(stacks.EntryCount, Is.Zero, "the stale entries went with the look, each once");
         Assert.That(slots.Select(s => s.Stack), Is.All.Null);
         Assert.That(sawReturning, Is.False);
+    }
+
+    [Test]
+    public void TryTake_BudgetRunsOutAmongStaleEntries_GivesUpAndLeavesTheRest()
+    {
+        // One stack, so that the order of the entries is known: newest first.
+        using var pool = new TrackedPool(10);
+        var stack = new IdleSlotStack<TrackedObject>();
+        PoolSlot<TrackedObject>[] slots = [.. Enumerable.Range(0, 10).Select(_ => new PoolSlot<TrackedObject>(pool, new TrackedObject()))];
+        foreach (PoolSlot<TrackedObject> slot in slots)
+        {
+            Assert.That(slot.TryBeginReturn(), Is.True);
+            slot.Publish();
+            stack.Push(slot);
+        }
+
+        Assert.That(slots.Skip(1).All(slot => slot.TryClaimIdle()), Is.True, "all stale but the oldest");
+
+        bool sawReturning = false;
+        int budget = 4;
+        bool taken = stack.TryTake(out _, ref sawReturning, ref budget);
+
+        Assert.That(taken, Is.False);
+        Assert.That(budget, Is.Negative);
+        Assert.That(stack.Count, Is.EqualTo(6), "the four it looked at went; the rest, the idle slot's too, stay");
+        Assert.That(slots[0].Stack, Is.SameAs(stack));
     }
 
     [Test]
@@ -35,7 +62,8 @@ public sealed class IdleSlotStacksTests
         Assert.That(slot.TryClaimIdle() && slot.TryBeginReturn(), Is.True);
 
         bool sawReturning = false;
-        bool taken = stacks.TryTake(out _, lookEverywhere: true, ref sawReturning);
+        int budget = int.MaxValue;
+        bool taken = stacks.TryTake(out _, lookEverywhere: true, ref sawReturning, ref budget);
 
         Assert.That(taken, Is.False);
         Assert.That(sawReturning, Is.True);
@@ -67,7 +95,8 @@ public sealed class IdleSlotStacksTests
 
         IdleSlotStacks<TrackedObject>.Remove(discarded);
         bool sawReturning = false;
-        stacks.TryTake(out PoolSlot<TrackedObject>? slot, lookEverywhere: true, ref sawReturning);
+        int budget = int.MaxValue;
+        stacks.TryTake(out PoolSlot<TrackedObject>? slot, lookEverywhere: true, ref sawReturning, ref budget);
 
         Assert.That(discarded.Stack, Is.Null);
         Assert.That(slot, Is.SameAs(kept));
@@ -118,7 +147,8 @@ public sealed class IdleSlotStacksTests
             Volatile.Write(ref go, i);
             Thread.SpinWait(jitter.Next(40));
             bool sawReturning = false;
-            bool took = stacks.TryTake(out PoolSlot<TrackedObject>? claimed, lookEverywhere: true, ref sawReturning);
+            int budget = int.MaxValue;
+            bool took = stacks.TryTake(out PoolSlot<TrackedObject>? claimed, lookEverywhere: true, ref sawReturning, ref budget);
             SpinUntil(ref released, i, cancellationToken);
             taken += took ? 1 : 0;
             returning += sawReturning ? 1 : 0;

@@ -59,10 +59,13 @@ internal sealed class IdleSlotStack<T> where T : class
     /// a slot still returning, which may have published already, unseen, gets its entry back, newest,
     /// unless its releaser has pushed one meanwhile.
     /// </remarks>
-    public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="sawReturning">Set when an entry of a slot still being returned was kept.</param>
+    /// <param name="budget">Entries this take may still look at; when it runs out the take gives up, leaving the rest.</param>
+    public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning, ref int budget)
     {
         _lock.Enter();
-        for (PoolSlot<T>? entry = _newest, older; entry is not null; entry = older)
+        for (PoolSlot<T>? entry = _newest, older; entry is not null && --budget >= 0; entry = older)
         {
             older = entry.StackOlder;
             Unlink(entry);

@@ -51,7 +51,11 @@ internal sealed class IdleSlotStacks<T> where T : class
     /// under way; a taker that does not wait may pass a slot published that very moment.
     /// </param>
     /// <param name="sawReturning">Set when an entry of a slot still being returned was passed over.</param>
-    public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookEverywhere, ref bool sawReturning)
+    /// <param name="budget">
+    /// Entries the take may look at, over every stack (<see cref="int.MaxValue"/>: all); below 0 on return when it
+    /// ran out: the stacks may hold an idle slot beyond it.
+    /// </param>
+    public bool TryTake([NotNullWhen(true)] out PoolSlot<T>? slot, bool lookEverywhere, ref bool sawReturning, ref int budget)
     {
         if (!lookEverywhere && EntryCount == 0)
         {
@@ -63,9 +67,14 @@ internal sealed class IdleSlotStacks<T> where T : class
         for (int i = 0; i < _stacks.Length; i++)
         {
             IdleSlotStack<T> stack = _stacks[(first + i) & _mask];
-            if ((lookEverywhere || stack.Count != 0) && stack.TryTake(out slot, ref sawReturning))
+            if ((lookEverywhere || stack.Count != 0) && stack.TryTake(out slot, ref sawReturning, ref budget))
             {
                 return true;
+            }
+
+            if (budget < 0)
+            {
+                break;
             }
         }
 

@@ -18,7 +18,7 @@ internal static class PoolOptionsBinder
         new(nameof(PoolOptions.IdleTimeout), (options, value) => options.IdleTimeout = Span(value)),
         new(nameof(PoolOptions.MaxObjectLifetime), (options, value) => options.MaxObjectLifetime = Span(value)),
         new(nameof(PoolOptions.LeakDetectionThreshold), (options, value) => options.LeakDetectionThreshold = Span(value)),
-        new(nameof(PoolOptions.LeakSamplingInterval), (options, value) => options.LeakSamplingInterval = Number(value)),
+        new(nameof(PoolOptions.LeakSamplingInterval), (options, value) => options.LeakSamplingInterval = value.Length == 0 ? null : Number(value)),
         new(nameof(PoolOptions.AbandonedRentalTimeout), (options, value) => options.AbandonedRentalTimeout = Span(value)),
         new(nameof(PoolOptions.MaxConcurrentCreations), (options, value) => options.MaxConcurrentCreations = Number(value)),
         new(nameof(PoolOptions.CreateTimeout), (options, value) => options.CreateTimeout = Span(value)),

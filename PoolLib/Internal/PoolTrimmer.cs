@@ -151,6 +151,8 @@ internal sealed class PoolTrimmer<T> where T : class
                     continue;
                 }
 
+                _pool.Hints.Current.CountIdle(-1);
+
                 // Taken and returned between the look and the claim: idle only from then, so it stays (unless the pool
                 // was disposed meanwhile, and its Dispose throws).
                 if (!IdleSince(slot, idleSince))

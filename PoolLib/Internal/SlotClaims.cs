@@ -11,6 +11,11 @@ internal sealed class SlotClaims<T> where T : class
 {
     private readonly Pool<T> _pool;
 
+    // Entries a take looks at before it asks the threads' idle counts whether any slot is idle at all: so a take that
+    // meets a long run of stale entries (slots since taken back through hints) when none is idle stops there, instead
+    // of paying for the pool's history. The entries it looked at are dropped, as every look drops them.
+    private const int EntriesBeforeCounting = 64;
+
     public SlotClaims(Pool<T> pool) => _pool = pool;
 
     /// <summary>
@@ -22,8 +27,17 @@ internal sealed class SlotClaims<T> where T : class
     public PoolSlot<T>? TakeIdleOrNew(ThreadHints<T> hints, out bool refused)
     {
         bool unused = false;
-        if (_pool.IdleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused))
+        int budget = EntriesBeforeCounting;
+        bool found = _pool.IdleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused, ref budget);
+        if (!found && budget < 0 && _pool.Hints.SumIdleBalances() > 0)
         {
+            budget = int.MaxValue;
+            found = _pool.IdleStacks.TryTake(out slot, lookEverywhere: false, ref unused, ref budget);
+        }
+
+        if (found && slot is not null)
+        {
+            hints.CountIdle(-1);
             refused = !TryAccept(slot, hints, hinted: false, keepUnit: false, out _);
             return refused ? null : slot;
         }

@@ -40,18 +40,6 @@ internal sealed class SlotRegistry<T> where T : class
     /// <summary>Gets the length of the array; for tests of its shrinking.</summary>
     public int Capacity => Volatile.Read(ref _slots).Length;
 
-    /// <summary>Counts the slots whose state says idle: exact when no take or release is in flight, a snapshot otherwise; a read per slot.</summary>
-    public int CountIdle()
-    {
-        int idle = 0;
-        foreach (PoolSlot<T>? slot in Slots)
-        {
-            idle += slot is { IsIdle: true } ? 1 : 0;
-        }
-
-        return idle;
-    }
-
     /// <summary>Gets how many times <see cref="RetireAll"/> has begun; pass it to <see cref="Add"/>.</summary>
     public int Retirements => Volatile.Read(ref _retirements);
 

@@ -117,6 +117,7 @@ internal sealed class SlowReleases<T> where T : class
 
         if (_pool.Waiters.IsDisposed && slot.TryClaimIdleForPool())
         {
+            _pool.Hints.Current.CountIdle(-1);
             _pool.Lifecycle.Discard(slot, PoolMetrics.DiscardReason.Disposed);
         }
     }

@@ -11,6 +11,10 @@ internal sealed class ThreadHintTable<T>(int leakSamplingInterval) where T : cla
     // every entry; written under _lock, read without it.
     private ThreadHints<T>?[] _byThreadId = new ThreadHints<T>?[16];
 
+    // The same hints, side by side, for the walks that read every thread's: the ids in use may be few and large.
+    // Replaced, one longer, under _lock; read without it.
+    private ThreadHints<T>[] _all = [];
+
     // Uninterruptible: a take may make its thread's hints halfway through taking an object.
     private readonly UninterruptibleLock _lock = new();
 
@@ -36,6 +40,19 @@ internal sealed class ThreadHintTable<T>(int leakSamplingInterval) where T : cla
         }
     }
 
+    /// <summary>Sums every thread's <see cref="ThreadHints{T}.IdleBalance"/>: the idle slots, exact when no take or release is in flight.</summary>
+    /// <remarks>A read per thread that has used the pool, not per slot; a thread that joins meanwhile counted nothing yet.</remarks>
+    public long SumIdleBalances()
+    {
+        long idle = 0;
+        foreach (ThreadHints<T> hints in Volatile.Read(ref _all))
+        {
+            idle += hints.IdleBalance;
+        }
+
+        return idle;
+    }
+
     private ThreadHints<T> Create(int threadId)
     {
         using (_lock.EnterScope())
@@ -46,7 +63,12 @@ internal sealed class ThreadHintTable<T>(int leakSamplingInterval) where T : cla
                 Array.Resize(ref table, Math.Max(threadId + 1, table.Length * 2));
             }
 
-            ThreadHints<T> hints = table[threadId] ??= new ThreadHints<T>(leakSamplingInterval);
+            if (table[threadId] is not { } hints)
+            {
+                hints = table[threadId] = new ThreadHints<T>(leakSamplingInterval);
+                Volatile.Write(ref _all, [.. _all, hints]);
+            }
+
             Volatile.Write(ref _byThreadId, table);
             return hints;
         }

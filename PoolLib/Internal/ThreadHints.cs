@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
@@ -5,7 +6,8 @@ namespace PoolLib.Internal;
 
 /// <summary>
 /// One thread's hints of the slots it took, as registry indices, tried first on its next takes. Only
-/// the owner thread reads or writes it.
+/// the owner thread writes it. It also holds the thread's leak-sampling countdown and its share of the
+/// pool's idle count, which other threads read.
 /// </summary>
 /// <remarks>
 /// The first <see cref="_ready"/> hints are slots taken before the hints were last made ready and not
@@ -21,18 +23,25 @@ internal sealed class ThreadHints<T> where T : class
     private int _count;
     private int _ready;
 
-    // Takes left before this thread's next one records where it was taken, while leak detection samples.
-    private int _leakCountdown;
+    // Which of this thread's takes record where they were taken, while leak detection samples.
+    private LeakSampleCountdown _leakSampling;
+
+    // Slots this thread made idle less those it claimed idle. Invariant: only the owner writes it, each idle slot was
+    // counted once by its publisher and is uncounted once by its claimer, so the sum over every thread's hints is the
+    // pool's idle count whenever no take or release is in flight.
+    private long _idleBalance;
 
 #pragma warning disable CS0169 // Never read: it only takes up room (see CacheLinePadding).
     private CacheLinePadding _padding;
 #pragma warning restore CS0169
 
-    /// <param name="leakSamplingInterval">One take in this many is sampled, the first being the thread's take number <paramref name="leakSamplingInterval"/>.</param>
+    /// <param name="leakSamplingInterval">One take in this many is sampled, or <see cref="LeakSampleCountdown.Adaptive"/>; 0 while leak detection does not sample.</param>
     public ThreadHints(int leakSamplingInterval)
     {
-        // The take that makes the hints is not counted down, so the count starts one lower.
-        _leakCountdown = leakSamplingInterval - 1;
+        if (leakSamplingInterval != 0)
+        {
+            _leakSampling = new LeakSampleCountdown(leakSamplingInterval);
+        }
     }
 
     /// <summary>Claims the newest ready hinted slot that is idle, retired or not (the caller checks), dropping stale hints on the way.</summary>
@@ -47,6 +56,7 @@ internal sealed class ThreadHints<T> where T : class
             && slots[entries[ready]] is { } newest && newest.TryClaimIdle())
         {
             _ready = ready;
+            CountIdle(-1);
             slot = newest;
             return true;
         }
@@ -65,19 +75,18 @@ internal sealed class ThreadHints<T> where T : class
 
     /// <summary>Counts a take on the fast path; true when it is due to be sampled, which only the slow path does.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public bool CountDownToLeakSample() => --_leakCountdown <= 0;
+    public bool CountDownToLeakSample() => _leakSampling.CountDown();
 
-    /// <summary>Says whether a take on the slow path is sampled (every take when the interval is 1), restarting the count if so.</summary>
-    public bool TakeLeakSample(int interval)
-    {
-        if (interval != 1 && _leakCountdown > 0)
-        {
-            return false;
-        }
+    /// <summary>Counts a take on the slow path (unless the fast path did) and, if it is due, records where it began.</summary>
+    /// <param name="time">The pool's clock, read only when a trace is taken.</param>
+    public StackTrace? SampleLeak(TimeProvider time) => _leakSampling.Sample(time);
 
-        _leakCountdown = interval;
-        return true;
-    }
+    /// <summary>Gets <see cref="_idleBalance"/>, for a reader on any thread.</summary>
+    public long IdleBalance => Volatile.Read(ref _idleBalance);
+
+    /// <summary>Counts a slot this thread made idle (+1) or claimed idle (-1); only the owner thread calls it.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public void CountIdle(int change) => Volatile.Write(ref _idleBalance, _idleBalance + change);
 
     /// <summary>Hints a slot this thread took from elsewhere than its hints (made, found or handed over).</summary>
     /// <param name="index">The slot's registry index.</param>
@@ -119,6 +128,7 @@ internal sealed class ThreadHints<T> where T : class
             int ready = --_ready;
             if ((uint)entries[ready] < (uint)slots.Length && slots[entries[ready]] is { } candidate && candidate.TryClaimIdle())
             {
+                CountIdle(-1);
                 slot = candidate;
                 return true;
             }

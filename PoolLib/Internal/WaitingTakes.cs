@@ -14,13 +14,13 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
 {
     private readonly Pool<T> _pool;
 
-    // One take in this many records where it was taken; 0 while leak detection or its sampling is off.
-    private readonly int _leakSamplingInterval;
+    // Whether some takes record where they were taken: false while leak detection or its sampling is off.
+    private readonly bool _samplesLeaks;
 
-    public WaitingTakes(Pool<T> pool, int leakSamplingInterval)
+    public WaitingTakes(Pool<T> pool, bool samplesLeaks)
     {
         _pool = pool;
-        _leakSamplingInterval = leakSamplingInterval;
+        _samplesLeaks = samplesLeaks;
     }
 
     /// <summary>The deadline, in <see cref="Stopwatch"/> units, of a take that began at <paramref name="start"/> with <paramref name="timeout"/>.</summary>
@@ -57,7 +57,7 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
 
     /// <summary>Where a take begins, if it is one that leak detection samples; else <see langword="null"/>.</summary>
     private StackTrace? SampleTrace() =>
-        _leakSamplingInterval != 0 && _pool.Hints.Current.TakeLeakSample(_leakSamplingInterval) ? CallerStackTrace.Capture() : null;
+        _samplesLeaks ? _pool.Hints.Current.SampleLeak(_pool.Time) : null;
 
     /// <summary>What a take on the slow path owes its rental: where it began, if sampled, and when, if the use-time histogram is on.</summary>
     private void BeginRental(PoolSlot<T> slot, StackTrace? trace)
@@ -262,9 +262,12 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
 
     public bool TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
     {
+        // A waiter's look is whole: it must meet every idle slot before it sleeps.
+        int everything = int.MaxValue;
         if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
-            || (scan && _pool.IdleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning)))
+            || (scan && _pool.IdleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning, ref everything)))
         {
+            _pool.Hints.Current.CountIdle(-1);
             return true;
         }
 
