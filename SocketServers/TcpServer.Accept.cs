@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using PoolLib;
@@ -17,6 +18,12 @@ public partial class TcpServer
         CancellationToken stopping = StoppingToken;
         while (!stopping.IsCancellationRequested)
         {
+            // Over the cap on handshakes in flight, clients wait in the backlog.
+            if (_preamble is { } preamble && !await preamble.WaitForRoomAsync(stopping).ConfigureAwait(false))
+            {
+                break;
+            }
+
             SocketError error;
             PoolSlot<SocketAsyncEventArgs>? slot = null;
             if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
@@ -35,6 +42,7 @@ public partial class TcpServer
                 error = await AcceptAsync(listener, slot).ConfigureAwait(false);
             }
 
+            _preamble?.ReturnUnusedRoom();
             if (error != SocketError.Success && !await OnAcceptFailedAsync(error, stopping).ConfigureAwait(false))
             {
                 break;
@@ -200,15 +208,34 @@ public partial class TcpServer
 
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
+        if (_preamble is { } preamble)
+        {
+            // The PROXY header and the TLS handshake first; the preamble calls OpenConnection when done.
+            preamble.Run(slot, args, socket, StoppingToken);
+            return;
+        }
+
+        OpenConnection(slot, args, socket, client: null, tls: null);
+    }
+
+    /// <summary>Starts serving an accepted socket, unless its client is at the per-address limit.</summary>
+    /// <param name="slot">The pooled args' slot, taken for the connection.</param>
+    /// <param name="args">The pooled args.</param>
+    /// <param name="socket">The accepted socket, which the connection owns.</param>
+    /// <param name="client">The client's address from a PROXY header; <see langword="null"/> for the socket's.</param>
+    /// <param name="tls">The authenticated TLS stream, which the connection owns; <see langword="null"/> without TLS.</param>
+    private void OpenConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, EndPoint? client, SslStream? tls)
+    {
         SocketConnection connection;
         try
         {
             Faults.BeforeConnectionSetup?.Invoke(socket);
             socket.NoDelay = true;
-            connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+            connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId), client, tls);
             if (!_perAddressLimit.TryClaim(connection.RemoteAddress))
             {
                 Pool.Release(slot);
+                tls?.Dispose();
                 Reject(socket, "its address is at the per-address connection limit");
                 return;
             }
@@ -217,6 +244,7 @@ public partial class TcpServer
         {
             // One socket failed (typically a peer that reset before we got to it): close it, give its
             // slot back, and keep accepting.
+            tls?.Dispose();
             socket.Dispose();
             Pool.Release(slot);
             Count.Dropped();

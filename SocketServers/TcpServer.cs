@@ -18,7 +18,7 @@ namespace SocketServers;
 /// or are rejected, so memory stays bounded. An idle connection holds no buffer; a connection reads again only after
 /// what the handler wrote was sent. SocketServers/README.md gives the stop, idle and eviction rules. Every member is thread-safe.
 /// </remarks>
-public partial class TcpServer : SocketServer, ITcpConnectionOwner
+public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionPreambleOwner
 {
     // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
     private const int IpProtocolTcp = 6;
@@ -111,6 +111,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _perAddressLimit = new PerAddressConnectionLimit(options.MaxConnectionsPerAddress);
         time ??= TimeProvider.System;
         _clock = time == TimeProvider.System ? null : () => time.GetTimestamp() / (time.TimestampFrequency / 1000);
+        _preamble = ConnectionPreamble.Create(this, this, Logger, options);
         _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, Faults.BeforeSweep, time, _clock);
     }
 
@@ -121,6 +122,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     private protected override IPEndPoint StartCore()
     {
+        _preamble?.Tls?.Start();
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
         CreatePool(bound, _maxConnections);
@@ -146,6 +148,11 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
+        if (_preamble is { } preamble)
+        {
+            await preamble.WhenDoneAsync().ConfigureAwait(false);
+        }
+
         await _sweepLoop.ConfigureAwait(false);
     }
 
@@ -215,6 +222,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();
         _sendBuffers?.Dispose();
+        _preamble?.Dispose();
         return Task.CompletedTask;
     }
 

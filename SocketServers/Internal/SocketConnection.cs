@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
@@ -55,6 +56,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     private readonly Socket _socket;
     private readonly long _id;
     private readonly EndPoint? _remoteEndPoint;
+
+    // The authenticated TLS stream over the socket, or null; disposed when the connection finishes.
+    private readonly SslStream? _tls;
 
     // The owner's clock (milliseconds, monotonic); null for Environment.TickCount64, read directly.
     private readonly Func<long>? _clock;
@@ -143,7 +147,9 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     /// <param name="args">The pooled args the connection's socket operations run on.</param>
     /// <param name="socket">The accepted socket; the connection owns it from now on.</param>
     /// <param name="id">The connection's number in log lines.</param>
-    public SocketConnection(ITcpConnectionOwner owner, PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, long id)
+    /// <param name="remoteEndPoint">The client's address to report (a PROXY header's); <see langword="null"/> for the socket's.</param>
+    /// <param name="tls">The stream authenticated over <paramref name="socket"/>, or <see langword="null"/>; the connection owns it.</param>
+    public SocketConnection(ITcpConnectionOwner owner, PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, long id, EndPoint? remoteEndPoint, SslStream? tls)
     {
         _owner = owner;
         _handler = owner.Handler;
@@ -151,7 +157,8 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
         _args = args;
         _socket = socket;
         _id = id;
-        _remoteEndPoint = socket.RemoteEndPoint;
+        _remoteEndPoint = remoteEndPoint ?? socket.RemoteEndPoint;
+        _tls = tls;
 
         // Reads with a buffer never wait (see HandleWhileDataAsync); only the zero-byte receive does.
         socket.Blocking = false;
@@ -937,6 +944,7 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
             CancelConnectionClosed();
             Volatile.Read(ref _lingerEnd)?.Dispose();
             _directLength = 0;
+            _tls?.Dispose();
             _socket.Dispose();
             ReleaseReceiveBuffer();
             if (_send is { } send)
