@@ -1,0 +1,205 @@
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Authentication;
+using System.Security.Cryptography.X509Certificates;
+using System.Text;
+using PoolLib.Tests;
+
+namespace SocketServers.Tests;
+
+public sealed partial class ConnectionPreambleTests
+{
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_Handshake_ServesTheCertificateAndRecordsTheVersion(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+        using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
+
+        string thumbprint = await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
+
+        Assert.That(thumbprint, Is.EqualTo(certificate.Thumbprint));
+        await Poll.UntilAsync(() => meter.Recorded("socketservers.tls.handshake.duration").Any(m => m.Tags.ContainsKey("tls.protocol.version")), cancellationToken);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_AfterProxyHeader_HandshakeCompletes(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(
+            options =>
+            {
+                options.ProxyProtocolNetworks.Add(s_loopback);
+                options.Tls.ServerCertificate = certificate;
+            },
+            cancellationToken);
+
+        string thumbprint = await HandshakeAsync(server.LocalEndPoint!, Encoding.ASCII.GetBytes("PROXY TCP4 203.0.113.7 127.0.0.1 5555 7\r\n"), cancellationToken);
+
+        Assert.That(thumbprint, Is.EqualTo(certificate.Thumbprint));
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_SilentClient_ClosedAtTheHandshakeTimeout(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(
+            options =>
+            {
+                options.Tls.ServerCertificate = certificate;
+                options.HandshakeTimeout = TimeSpan.FromMilliseconds(200);
+            },
+            cancellationToken);
+        using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
+        using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+
+        Assert.That(await client.ReadEndAsync(cancellationToken), Is.Zero);
+        await Poll.UntilAsync(() => Failures(meter, "tls", "timeout") == 1, cancellationToken);
+        Assert.That(server.Counters.TotalConnections, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_ClientCertificateRequiredAndMissing_HandshakeFails(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(
+            options =>
+            {
+                options.Tls.ServerCertificate = certificate;
+                options.Tls.ClientCertificateMode = ClientCertificateMode.RequireCertificate;
+            },
+            cancellationToken);
+        using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
+
+        // TLS 1.3 lets the client finish before the server has refused it: the refusal shows in the server's count.
+        try
+        {
+            await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
+        }
+        catch (Exception ex) when (ex is AuthenticationException or IOException)
+        {
+        }
+
+        await Poll.UntilAsync(() => Failures(meter, "tls", "protocol") == 1, cancellationToken);
+        Assert.That(server.Counters.TotalConnections, Is.Zero);
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_CertificateFilesReplaced_NewConnectionGetsTheNewCertificate(CancellationToken cancellationToken)
+    {
+        string folder = Directory.CreateTempSubdirectory("socketservers-tls-").FullName;
+        try
+        {
+            string certificatePath = Path.Combine(folder, "server.crt");
+            string keyPath = Path.Combine(folder, "server.key");
+            using X509Certificate2 first = TestCertificates.Create();
+            using X509Certificate2 second = TestCertificates.Create();
+            TestCertificates.WritePem(first, certificatePath, keyPath);
+            await using TcpServer server = await StartAsync(
+                options =>
+                {
+                    options.Tls.CertificatePath = certificatePath;
+                    options.Tls.KeyPath = keyPath;
+                },
+                cancellationToken);
+            Assert.That(await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken), Is.EqualTo(first.Thumbprint));
+            var reloaded = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+            server.Preamble!.Tls!.Files!.Reloaded += certificate => reloaded.TrySetResult(certificate.Thumbprint);
+
+            TestCertificates.WritePem(second, certificatePath, keyPath);
+
+            Assert.That(await reloaded.Task.WaitAsync(cancellationToken), Is.EqualTo(second.Thumbprint));
+            Assert.That(await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken), Is.EqualTo(second.Thumbprint));
+        }
+        finally
+        {
+            Directory.Delete(folder, recursive: true);
+        }
+    }
+
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_OverTheHandshakeCap_WaitsUnacceptedUntilOneEnds(CancellationToken cancellationToken)
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            Assert.Ignore("The listen backlog's length is read on Linux alone.");
+        }
+
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(
+            options =>
+            {
+                options.Tls.ServerCertificate = certificate;
+                options.Tls.MaxHandshakesInFlight = 1;
+            },
+            cancellationToken);
+        Socket silent = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Preamble!.HandshakesInFlight == 1, cancellationToken);
+
+        Task<string> waiting = HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
+        await Poll.UntilAsync(() => server.QueuedConnections == 1, cancellationToken);
+        Assert.That(server.Preamble!.HandshakesInFlight, Is.EqualTo(1));
+        Assert.That(waiting.IsCompleted, Is.False);
+
+        silent.Dispose();
+
+        Assert.That(await waiting, Is.EqualTo(certificate.Thumbprint));
+        Assert.That(server.QueuedConnections, Is.Zero);
+    }
+
+    [TestCase(true, TestName = "Start_CertificateFileMissing_ThrowsNamingIt")]
+    [TestCase(false, TestName = "Start_KeyFileNotTheCertificates_ThrowsNamingIt")]
+    [CancelAfter(30_000)]
+    public async Task Start_CertificateFilesDoNotLoad_ThrowsNamingTheFile(bool missing, CancellationToken cancellationToken)
+    {
+        string folder = Directory.CreateTempSubdirectory("socketservers-tls-").FullName;
+        try
+        {
+            string certificatePath = Path.Combine(folder, "server.crt");
+            string keyPath = Path.Combine(folder, "server.key");
+            using X509Certificate2 certificate = TestCertificates.Create();
+            using X509Certificate2 other = TestCertificates.Create();
+            if (!missing)
+            {
+                TestCertificates.WritePem(certificate, certificatePath, keyPath);
+                TestCertificates.WritePem(other, Path.Combine(folder, "other.crt"), keyPath);
+            }
+
+            var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
+            options.Tls.CertificatePath = certificatePath;
+            options.Tls.KeyPath = keyPath;
+            var server = new TcpServer(options, new AddressEchoHandler());
+
+            var thrown = await Assert.ThrowsAsync<InvalidOperationException>(() => Started.StartAsync(server, cancellationToken));
+            Assert.That(thrown!.Message, Does.Contain(missing ? certificatePath : keyPath).And.Not.Contain("\n"));
+        }
+        finally
+        {
+            Directory.Delete(folder, recursive: true);
+        }
+    }
+
+    /// <summary>Connects, sends <paramref name="prefix"/> if any, and runs a client handshake that accepts any certificate.</summary>
+    /// <returns>The server certificate's thumbprint.</returns>
+    private static async Task<string> HandshakeAsync(IPEndPoint server, byte[]? prefix, CancellationToken cancellationToken)
+    {
+        Socket client = await SocketTestExtensions.ConnectTcpAsync(server, cancellationToken);
+        if (prefix is not null)
+        {
+            await client.SendAllAsync(prefix, cancellationToken);
+        }
+
+        await using var tls = new SslStream(new NetworkStream(client, ownsSocket: true));
+        await tls.AuthenticateAsClientAsync(
+            new SslClientAuthenticationOptions { TargetHost = "localhost", RemoteCertificateValidationCallback = (_, _, _, _) => true },
+            cancellationToken);
+        return tls.RemoteCertificate!.GetCertHashString();
+    }
+}
