@@ -154,6 +154,21 @@ public sealed partial class ConnectionPreambleTests
         Assert.That(server.QueuedConnections, Is.Zero);
     }
 
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Stop_HandshakeUnderWay_ClosesItAndStops(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        TcpServer server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+        using Socket silent = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Preamble!.HandshakesInFlight == 1, cancellationToken);
+
+        await server.DisposeAsync();
+
+        Assert.That(await silent.ReadEndAsync(cancellationToken), Is.Zero);
+        Assert.That(server.StopCutShort, Is.False);
+    }
+
     [TestCase(true, TestName = "Start_CertificateFileMissing_ThrowsNamingIt")]
     [TestCase(false, TestName = "Start_KeyFileNotTheCertificates_ThrowsNamingIt")]
     [CancelAfter(30_000)]

@@ -64,6 +64,14 @@ internal sealed class ServerCertificateFiles : IDisposable
     /// <exception cref="InvalidOperationException">The files do not load; the message, one line, names the file.</exception>
     private static Loaded Load(string certificatePath, string? keyPath)
     {
+        foreach (string path in new[] { certificatePath, keyPath }.OfType<string>())
+        {
+            if (!File.Exists(path))
+            {
+                throw new InvalidOperationException($"The TLS certificate does not load: there is no file '{path}'.");
+            }
+        }
+
         string file = certificatePath;
         try
         {
