@@ -169,6 +169,30 @@ public sealed partial class ConnectionPreambleTests
         Assert.That(server.StopCutShort, Is.False);
     }
 
+    // Without counting the handshake's slot, the server looked one short of full and evicted nobody.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_FullWithAHandshakeAndASlowConnection_EvictsTheSlowOneForAWaitingClient(CancellationToken cancellationToken)
+    {
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using TcpServer server = await StartAsync(
+            options =>
+            {
+                options.Tls.ServerCertificate = certificate;
+                options.MaxConnections = 2;
+                options.SlowConnectionWindow = TimeSpan.FromMilliseconds(100);
+            },
+            cancellationToken);
+        using SslStream slow = await ConnectTlsAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
+        using Socket silent = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
+        await Poll.UntilAsync(() => server.Preamble!.Running == 1 && server.Counters.CurrentConnections == 1, cancellationToken);
+
+        Task<string> waiting = HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
+
+        await Poll.UntilAsync(() => server.Counters.Evicted == 1, cancellationToken);
+        Assert.That(await waiting, Is.EqualTo(certificate.Thumbprint));
+    }
+
     [TestCase(true, TestName = "Start_CertificateFileMissing_ThrowsNamingIt")]
     [TestCase(false, TestName = "Start_KeyFileNotTheCertificates_ThrowsNamingIt")]
     [CancelAfter(30_000)]
@@ -205,16 +229,32 @@ public sealed partial class ConnectionPreambleTests
     /// <returns>The server certificate's thumbprint.</returns>
     private static async Task<string> HandshakeAsync(IPEndPoint server, byte[]? prefix, CancellationToken cancellationToken)
     {
+        await using SslStream tls = await ConnectTlsAsync(server, prefix, cancellationToken);
+        return tls.RemoteCertificate!.GetCertHashString();
+    }
+
+    /// <summary>Connects, sends <paramref name="prefix"/> if any, and runs a client handshake that accepts any certificate.</summary>
+    /// <returns>The authenticated stream, which owns the socket.</returns>
+    private static async Task<SslStream> ConnectTlsAsync(IPEndPoint server, byte[]? prefix, CancellationToken cancellationToken)
+    {
         Socket client = await SocketTestExtensions.ConnectTcpAsync(server, cancellationToken);
         if (prefix is not null)
         {
             await client.SendAllAsync(prefix, cancellationToken);
         }
 
-        await using var tls = new SslStream(new NetworkStream(client, ownsSocket: true));
-        await tls.AuthenticateAsClientAsync(
-            new SslClientAuthenticationOptions { TargetHost = "localhost", RemoteCertificateValidationCallback = (_, _, _, _) => true },
-            cancellationToken);
-        return tls.RemoteCertificate!.GetCertHashString();
+        var tls = new SslStream(new NetworkStream(client, ownsSocket: true));
+        try
+        {
+            await tls.AuthenticateAsClientAsync(
+                new SslClientAuthenticationOptions { TargetHost = "localhost", RemoteCertificateValidationCallback = (_, _, _, _) => true },
+                cancellationToken);
+            return tls;
+        }
+        catch
+        {
+            await tls.DisposeAsync();
+            throw;
+        }
     }
 }

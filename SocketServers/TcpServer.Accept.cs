@@ -184,8 +184,9 @@ public partial class TcpServer
     /// accept queue holds on Linux, elsewhere 1 when any does; 0 while there is room.</summary>
     private int WaitingClients()
     {
-        // With RejectWhenFull nobody waits: a client the backlog holds is accepted only to be closed.
-        if (_rejectWhenFull || Count.OpenConnections < _maxConnections || _listener is not { } listener)
+        // With RejectWhenFull nobody waits: a client the backlog holds is accepted only to be closed. A connection in its
+        // PROXY header or TLS handshake holds a slot too.
+        if (_rejectWhenFull || Count.OpenConnections + (_preamble?.Running ?? 0) < _maxConnections || _listener is not { } listener)
         {
             return 0;
         }

@@ -55,6 +55,9 @@ internal sealed class ConnectionPreamble : IDisposable
     /// <summary>Gets how many handshakes hold a room now (0 without TLS).</summary>
     public int HandshakesInFlight => _rooms is null ? 0 : _maxRooms - _rooms.CurrentCount - (_roomHeld ? 1 : 0);
 
+    /// <summary>Gets how many connections are in their preamble now, each holding a pooled slot.</summary>
+    public int Running => Math.Max(0, Volatile.Read(ref _running) - 1);
+
     /// <summary>The preamble <paramref name="options"/> ask for; <see langword="null"/> when they ask for neither PROXY nor TLS.</summary>
     public static ConnectionPreamble? Create(SocketServer server, IConnectionPreambleOwner owner, ILogger logger, TcpServerOptions options)
         => options.ProxyProtocolNetworks.Count > 0 || options.Tls.IsEnabled ? new ConnectionPreamble(server, owner, logger, options) : null;
