@@ -15,7 +15,7 @@ public sealed partial class ConnectionPreambleTests
     public async Task Tls_Handshake_ServesTheCertificateAndRecordsTheVersion(CancellationToken cancellationToken)
     {
         using X509Certificate2 certificate = TestCertificates.Create();
-        await using TcpServer server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+        await using TcpServer server = await StartTlsAsync(certificate, configure: null, cancellationToken);
         using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
 
         string thumbprint = await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken);
@@ -47,13 +47,7 @@ public sealed partial class ConnectionPreambleTests
     public async Task Tls_SilentClient_ClosedAtTheHandshakeTimeout(CancellationToken cancellationToken)
     {
         using X509Certificate2 certificate = TestCertificates.Create();
-        await using TcpServer server = await StartAsync(
-            options =>
-            {
-                options.Tls.ServerCertificate = certificate;
-                options.HandshakeTimeout = TimeSpan.FromMilliseconds(200);
-            },
-            cancellationToken);
+        await using TcpServer server = await StartTlsAsync(certificate, options => options.HandshakeTimeout = TimeSpan.FromMilliseconds(200), cancellationToken);
         using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
         using Socket client = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
 
@@ -67,13 +61,7 @@ public sealed partial class ConnectionPreambleTests
     public async Task Tls_ClientCertificateRequiredAndMissing_HandshakeFails(CancellationToken cancellationToken)
     {
         using X509Certificate2 certificate = TestCertificates.Create();
-        await using TcpServer server = await StartAsync(
-            options =>
-            {
-                options.Tls.ServerCertificate = certificate;
-                options.Tls.ClientCertificateMode = ClientCertificateMode.RequireCertificate;
-            },
-            cancellationToken);
+        await using TcpServer server = await StartTlsAsync(certificate, options => options.Tls.ClientCertificateMode = ClientCertificateMode.RequireCertificate, cancellationToken);
         using MeterReader meter = MeterReader.ForServer(server.LocalEndPoint!.Port);
 
         // TLS 1.3 lets the client finish before the server has refused it: the refusal shows in the server's count.
@@ -133,13 +121,7 @@ public sealed partial class ConnectionPreambleTests
         }
 
         using X509Certificate2 certificate = TestCertificates.Create();
-        await using TcpServer server = await StartAsync(
-            options =>
-            {
-                options.Tls.ServerCertificate = certificate;
-                options.Tls.MaxHandshakesInFlight = 1;
-            },
-            cancellationToken);
+        await using TcpServer server = await StartTlsAsync(certificate, options => options.Tls.MaxHandshakesInFlight = 1, cancellationToken);
         Socket silent = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await Poll.UntilAsync(() => server.Preamble!.HandshakesInFlight == 1, cancellationToken);
 
@@ -159,7 +141,7 @@ public sealed partial class ConnectionPreambleTests
     public async Task Stop_HandshakeUnderWay_ClosesItAndStops(CancellationToken cancellationToken)
     {
         using X509Certificate2 certificate = TestCertificates.Create();
-        TcpServer server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+        TcpServer server = await StartTlsAsync(certificate, configure: null, cancellationToken);
         using Socket silent = await SocketTestExtensions.ConnectTcpAsync(server.LocalEndPoint!, cancellationToken);
         await Poll.UntilAsync(() => server.Preamble!.HandshakesInFlight == 1, cancellationToken);
 
@@ -175,10 +157,10 @@ public sealed partial class ConnectionPreambleTests
     public async Task Tls_FullWithAHandshakeAndASlowConnection_EvictsTheSlowOneForAWaitingClient(CancellationToken cancellationToken)
     {
         using X509Certificate2 certificate = TestCertificates.Create();
-        await using TcpServer server = await StartAsync(
+        await using TcpServer server = await StartTlsAsync(
+            certificate,
             options =>
             {
-                options.Tls.ServerCertificate = certificate;
                 options.MaxConnections = 2;
                 options.SlowConnectionWindow = TimeSpan.FromMilliseconds(100);
             },
@@ -224,6 +206,15 @@ public sealed partial class ConnectionPreambleTests
             Directory.Delete(folder, recursive: true);
         }
     }
+
+    private static Task<TcpServer> StartTlsAsync(X509Certificate2 certificate, Action<TcpServerOptions>? configure, CancellationToken cancellationToken)
+        => StartAsync(
+            options =>
+            {
+                options.Tls.ServerCertificate = certificate;
+                configure?.Invoke(options);
+            },
+            cancellationToken);
 
     /// <summary>Connects, sends <paramref name="prefix"/> if any, and runs a client handshake that accepts any certificate.</summary>
     /// <returns>The server certificate's thumbprint.</returns>

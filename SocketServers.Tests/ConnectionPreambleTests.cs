@@ -121,6 +121,62 @@ public sealed partial class ConnectionPreambleTests
         Assert.That(await ReadLineAsync(client, cancellationToken), Is.EqualTo("PROXY TCP4 203.0.113.7 127.0.0.1 5555 7\r"));
     }
 
+    // The preambles' count races the accept loop's end: every slot must come back, and the stop must not wait on a
+    // preamble it missed or end before one it counted.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Stop_WhileClientsConnectMidHeader_EveryPreambleEndsAndEverySlotComesBack(CancellationToken cancellationToken)
+    {
+        const int Connectors = 4;
+        const int ClientsEach = 25;
+        TcpServer server = await StartAsync(options => options.ProxyProtocolNetworks.Add(s_loopback), cancellationToken);
+        IPEndPoint endPoint = server.LocalEndPoint!;
+        var clients = new System.Collections.Concurrent.ConcurrentBag<Socket>();
+        using var start = new Barrier(Connectors + 1);
+        Task[] connectors = [.. Enumerable.Range(0, Connectors).Select(_ => Task.Run(
+            async () =>
+            {
+                start.SignalAndWait(cancellationToken);
+                for (int i = 0; i < ClientsEach; i++)
+                {
+                    var client = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+                    clients.Add(client);
+                    try
+                    {
+                        await client.ConnectAsync(endPoint, cancellationToken);
+                        await client.SendAsync("PROXY TCP4 "u8.ToArray(), SocketFlags.None, cancellationToken);
+                    }
+                    catch (SocketException)
+                    {
+                        // Refused or reset once the server has stopped listening.
+                    }
+                }
+            },
+            cancellationToken))];
+        start.SignalAndWait(cancellationToken);
+        await Poll.UntilAsync(() => server.Preamble!.Running > 0, cancellationToken);
+
+        try
+        {
+            await server.StopAsync(cancellationToken);
+            await Task.WhenAll(connectors);
+
+            SocketServerCounters counters = server.Counters;
+            Assert.That(counters.PoolTotalCount, Is.Positive);
+            Assert.That(counters.PoolAvailableCount, Is.EqualTo(counters.PoolTotalCount));
+            Assert.That(counters.TotalConnections, Is.Zero);
+            Assert.That(server.StopCutShort, Is.False);
+        }
+        finally
+        {
+            await server.DisposeAsync();
+            foreach (Socket client in clients)
+            {
+                client.Dispose();
+            }
+        }
+    }
+
     /// <summary>Two clients behind the proxy with one header address: the second is closed at once; a third with another
     /// address is served, though all three come from the same socket address.</summary>
     private static async Task AssertPerAddressLimitAsync(TcpServer server, Func<string, byte[]> header, CancellationToken cancellationToken)

@@ -32,7 +32,7 @@ public sealed class TlsOptions
     public X509Certificate2? ServerCertificate { get; set; }
 
     /// <summary>Picks the certificate for the host name a client asks for (SNI; <see langword="null"/> when it asks for none);
-    /// returning <see langword="null"/> falls back to <see cref="ServerCertificate"/>. Called once per handshake, on the
+    /// returning <see langword="null"/> falls back to the file's certificate or <see cref="ServerCertificate"/>. Called once per handshake, on the
     /// handshake's thread; it must not block.</summary>
     public Func<string?, X509Certificate2?>? ServerCertificateSelector { get; set; }
 

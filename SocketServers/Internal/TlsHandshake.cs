@@ -98,7 +98,7 @@ internal sealed class TlsHandshake : IDisposable
 
         if (_selector is not null)
         {
-            options.ServerCertificateSelectionCallback = (_, hostName) => _selector(hostName) ?? _certificate!;
+            options.ServerCertificateSelectionCallback = (_, hostName) => _selector(hostName) ?? _files?.Certificate ?? _certificate!;
         }
         else if (_files is { } files)
         {
