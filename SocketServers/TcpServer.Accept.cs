@@ -155,9 +155,12 @@ public partial class TcpServer
     }
 
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
-    private void Reject(Socket socket, string why)
+    /// <param name="socket">The client's socket.</param>
+    /// <param name="why">Why, for the log line.</param>
+    /// <param name="remoteEndPoint">The client's address to log, a PROXY header's; <see langword="null"/> for the socket's.</param>
+    private void Reject(Socket socket, string why, EndPoint? remoteEndPoint = null)
     {
-        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? RemoteEndPointOrNull(socket) : null;
+        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? remoteEndPoint ?? RemoteEndPointOrNull(socket) : null;
 
         // Counted first: the client sees the close as soon as it happens. Closed before the line is logged, which may fail.
         Count.Rejected();
@@ -237,7 +240,7 @@ public partial class TcpServer
             {
                 Pool.Release(slot);
                 tls?.Dispose();
-                Reject(socket, "its address is at the per-address connection limit");
+                Reject(socket, "its address is at the per-address connection limit", client);
                 return;
             }
         }

@@ -7,9 +7,10 @@ namespace SocketServers.Internal;
 
 /// <summary>
 /// The server certificate of <see cref="TlsOptions.CertificatePath"/> and <see cref="TlsOptions.KeyPath"/>: loaded at the
-/// start, and reloaded whenever a file in their folders by either name is written, created or renamed into place. A
-/// reload that fails (a pair half rewritten: the new key beside the old certificate) keeps the certificate in use; the
-/// write that completes the pair reloads it.
+/// start, and reloaded whenever anything in their folders is written, created or renamed (not only the two names: a
+/// Kubernetes secret is swapped in by renaming a folder their links go through). A reload that fails (a pair half
+/// rewritten: the new key beside the old certificate) keeps the certificate in use; the write that completes the pair
+/// reloads it. One that loads the certificate in use changes nothing.
 /// </summary>
 internal sealed class ServerCertificateFiles : IDisposable
 {
@@ -33,12 +34,7 @@ internal sealed class ServerCertificateFiles : IDisposable
         _current = Load(_certificatePath, _keyPath);
         foreach (string folder in new[] { _certificatePath, _keyPath }.OfType<string>().Select(Path.GetDirectoryName).OfType<string>().Distinct())
         {
-            var watcher = new FileSystemWatcher(folder) { NotifyFilter = NotifyFilters.FileName | NotifyFilters.LastWrite | NotifyFilters.Size };
-            watcher.Changed += OnFileEvent;
-            watcher.Created += OnFileEvent;
-            watcher.Renamed += OnFileEvent;
-            watcher.EnableRaisingEvents = true;
-            _watchers.Add(watcher);
+            Watch(folder);
         }
     }
 
@@ -57,6 +53,29 @@ internal sealed class ServerCertificateFiles : IDisposable
         foreach (FileSystemWatcher watcher in _watchers)
         {
             watcher.Dispose();
+        }
+    }
+
+    /// <summary>Watches <paramref name="folder"/>; a folder that cannot be watched (out of inotify watches) is logged, and
+    /// the certificate is served without reloads.</summary>
+    private void Watch(string folder)
+    {
+        var watcher = new FileSystemWatcher(folder)
+        {
+            NotifyFilter = NotifyFilters.FileName | NotifyFilters.DirectoryName | NotifyFilters.LastWrite | NotifyFilters.Size,
+        };
+        watcher.Changed += OnFileEvent;
+        watcher.Created += OnFileEvent;
+        watcher.Renamed += OnFileEvent;
+        try
+        {
+            watcher.EnableRaisingEvents = true;
+            _watchers.Add(watcher);
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or PlatformNotSupportedException)
+        {
+            watcher.Dispose();
+            _logger.CertificateNotWatched(folder, ex.Message);
         }
     }
 
@@ -102,11 +121,6 @@ internal sealed class ServerCertificateFiles : IDisposable
 
     private void OnFileEvent(object sender, FileSystemEventArgs e)
     {
-        if (!string.Equals(e.FullPath, _certificatePath, StringComparison.Ordinal) && !string.Equals(e.FullPath, _keyPath, StringComparison.Ordinal))
-        {
-            return;
-        }
-
         X509Certificate2 certificate;
         lock (_reloading)
         {
