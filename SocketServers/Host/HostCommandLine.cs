@@ -98,16 +98,7 @@ internal sealed class HostCommandLine
         Row(
             OneOf("--when-full", "queue", "TCP clients over --max-connections wait in the backlog, or are accepted and closed at once", "queue", "reject"),
             value => [(Tcp + "RejectWhenFull", value == "reject" ? "true" : "false")]),
-        Row(ProxyProtocolOption(), value => [(Tcp + nameof(TcpServerOptions.ProxyProtocolNetworks), value!)]),
-        Row(
-            FilePath("--tls-cert", "Serve TCP over TLS with this certificate: a PEM file (the certificate, then its chain) or a PKCS#12 .pfx without a password; reloaded when it changes"),
-            value => [(Tcp + "Tls:" + nameof(TlsOptions.CertificatePath), value)]),
-        Row(
-            FilePath("--tls-key", "The PEM file of --tls-cert's private key; not needed for a .pfx, or when the key is in the certificate's file"),
-            value => [(Tcp + "Tls:" + nameof(TlsOptions.KeyPath), value)]),
-        Row(
-            HandshakeTimeoutOption(),
-            seconds => [(Tcp + nameof(TcpServerOptions.HandshakeTimeout), TimeSpan.FromSeconds(seconds).ToString("c", CultureInfo.InvariantCulture))]),
+        .. ProxyAndTlsRows(),
         Row(
             WholeNumber("--stats", 0, HostSettings.MaxStatsSeconds, 0, "SECONDS", "Print the metrics every this many seconds; 0 only on SIGUSR1"),
             value => [(HostSettings.StatsSecondsKey, Text(value))]),
@@ -135,6 +126,21 @@ internal sealed class HostCommandLine
         Row(
             Flag("--udp-allow-privileged-ports", "Also echo UDP datagrams from source ports below 1024, dropped by default: a reply to another echo or chargen service can loop without end"),
             value => [(Udp + "AllowPrivilegedSourcePorts", Text(value))]),
+    ];
+
+    /// <summary>The rows of what comes before a TCP connection starts: the PROXY header and the TLS handshake.</summary>
+    private static TableRow[] ProxyAndTlsRows() =>
+    [
+        Row(ProxyProtocolOption(), value => [(Tcp + nameof(TcpServerOptions.ProxyProtocolNetworks), value!)]),
+        Row(
+            FilePath("--tls-cert", "Serve TCP over TLS with this certificate: a PEM file (the certificate, then its chain) or a PKCS#12 .pfx without a password; reloaded when it changes"),
+            value => [(Tcp + "Tls:" + nameof(TlsOptions.CertificatePath), value)]),
+        Row(
+            FilePath("--tls-key", "The PEM file of --tls-cert's private key; not needed for a .pfx, or when the key is in the certificate's file"),
+            value => [(Tcp + "Tls:" + nameof(TlsOptions.KeyPath), value)]),
+        Row(
+            HandshakeTimeoutOption(),
+            seconds => [(Tcp + nameof(TcpServerOptions.HandshakeTimeout), TimeSpan.FromSeconds(seconds).ToString("c", CultureInfo.InvariantCulture))]),
     ];
 
     /// <summary>A row for <paramref name="option"/>, whose value <paramref name="settings"/> turns into configuration values.</summary>

@@ -69,33 +69,7 @@ internal static class OptionsBinder
             throw Invalid<TOptions>($"'{path}' holds the value '{scalar}'; it should be a section of {typeof(TOptions).Name} settings.");
         }
 
-        // A key that names no option is most likely a typo, which would otherwise leave a default in force silently.
-        PropertyInfo[] settable = [.. typeof(TOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance)
-            .Where(property => property.SetMethod is { IsPublic: true } && !property.PropertyType.IsSubclassOf(typeof(Delegate)))];
-        foreach (IConfigurationSection child in section.GetChildren())
-        {
-            // Every option but a section of its own is one value. A key under one is refused even where another source
-            // gives the option a value, which would hide it from the binder.
-            bool isSection = Array.Exists(specials, special => special.IsSection && special.Key.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
-            PropertyInfo? property = settable.FirstOrDefault(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
-            if (property is null && !isSection)
-            {
-                throw Invalid<TOptions>($"'{child.Path}' is not a setting of {typeof(TOptions).Name}.");
-            }
-
-            if (!isSection && child.GetChildren().FirstOrDefault() is { } nested)
-            {
-                throw Invalid<TOptions>($"'{child.Path}' is a section ('{nested.Path}'); it should be a value.");
-            }
-
-            // The binder's own message for a name it cannot convert names the type, not the names it takes.
-            if (property is { PropertyType.IsEnum: true } && child.Value is string name
-                && !(Enum.TryParse(property.PropertyType, name, ignoreCase: true, out object? value) && Enum.IsDefined(property.PropertyType, value)))
-            {
-                throw Invalid<TOptions>($"'{child.Path}' expects {string.Join(" or ", Enum.GetNames(property!.PropertyType))}, not '{name}'.");
-            }
-        }
-
+        CheckKeys<TOptions, TBase>(section, specials);
         try
         {
             // The binder cannot convert the specials (an IPAddress has no type converter), so they are parsed here and
@@ -126,6 +100,39 @@ internal static class OptionsBinder
         {
             // The binder's own messages name the key, except for a section where a value belongs.
             throw Invalid<TOptions>(ex.Message.Contains(path, StringComparison.Ordinal) ? ex.Message : $"'{path}': {ex.Message}");
+        }
+    }
+
+    /// <summary>Checks each key of <paramref name="section"/> names an option of <typeparamref name="TOptions"/>, a value
+    /// where one belongs, and, for an enum, one of its names.</summary>
+    /// <exception cref="OptionsValidationException">A key or value is invalid; the message names it.</exception>
+    private static void CheckKeys<TOptions, TBase>(IConfiguration section, Special<TBase>[] specials)
+    {
+        // A key that names no option is most likely a typo, which would otherwise leave a default in force silently.
+        PropertyInfo[] settable = [.. typeof(TOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance)
+            .Where(property => property.SetMethod is { IsPublic: true } && !property.PropertyType.IsSubclassOf(typeof(Delegate)))];
+        foreach (IConfigurationSection child in section.GetChildren())
+        {
+            // Every option but a section of its own is one value. A key under one is refused even where another source
+            // gives the option a value, which would hide it from the binder.
+            bool isSection = Array.Exists(specials, special => special.IsSection && special.Key.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
+            PropertyInfo? property = settable.FirstOrDefault(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
+            if (property is null && !isSection)
+            {
+                throw Invalid<TOptions>($"'{child.Path}' is not a setting of {typeof(TOptions).Name}.");
+            }
+
+            if (!isSection && child.GetChildren().FirstOrDefault() is { } nested)
+            {
+                throw Invalid<TOptions>($"'{child.Path}' is a section ('{nested.Path}'); it should be a value.");
+            }
+
+            // The binder's own message for a name it cannot convert names the type, not the names it takes.
+            if (property is { PropertyType.IsEnum: true } && child.Value is string name
+                && !(Enum.TryParse(property.PropertyType, name, ignoreCase: true, out object? value) && Enum.IsDefined(property.PropertyType, value)))
+            {
+                throw Invalid<TOptions>($"'{child.Path}' expects {string.Join(" or ", Enum.GetNames(property.PropertyType))}, not '{name}'.");
+            }
         }
     }
 
