@@ -111,6 +111,59 @@ public sealed partial class ConnectionPreambleTests
         }
     }
 
+    // A Kubernetes secret volume: the files link through ..data, which an update renames to point at a new folder.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task Tls_CertificateLinksSwappedAsKubernetesDoes_NewConnectionGetsTheNewCertificate(CancellationToken cancellationToken)
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            Assert.Ignore("The link is swapped with GNU mv -T, as Kubernetes does on Linux.");
+        }
+
+        string folder = Directory.CreateTempSubdirectory("socketservers-tls-").FullName;
+        try
+        {
+            using X509Certificate2 first = TestCertificates.Create();
+            using X509Certificate2 second = TestCertificates.Create();
+            WriteVersion(folder, "..v1", first);
+            Directory.CreateSymbolicLink(Path.Combine(folder, "..data"), "..v1");
+            File.CreateSymbolicLink(Path.Combine(folder, "tls.crt"), Path.Combine("..data", "tls.crt"));
+            File.CreateSymbolicLink(Path.Combine(folder, "tls.key"), Path.Combine("..data", "tls.key"));
+            await using TcpServer server = await StartAsync(
+                options =>
+                {
+                    options.Tls.CertificatePath = Path.Combine(folder, "tls.crt");
+                    options.Tls.KeyPath = Path.Combine(folder, "tls.key");
+                },
+                cancellationToken);
+            Assert.That(await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken), Is.EqualTo(first.Thumbprint));
+            var reloaded = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+            server.Preamble!.Tls!.Files!.Reloaded += certificate => reloaded.TrySetResult(certificate.Thumbprint);
+
+            WriteVersion(folder, "..v2", second);
+            Directory.CreateSymbolicLink(Path.Combine(folder, "..data_tmp"), "..v2");
+            using (var swap = System.Diagnostics.Process.Start("mv", ["-T", Path.Combine(folder, "..data_tmp"), Path.Combine(folder, "..data")]))
+            {
+                await swap.WaitForExitAsync(cancellationToken);
+                Assert.That(swap.ExitCode, Is.Zero);
+            }
+
+            Assert.That(await reloaded.Task.WaitAsync(cancellationToken), Is.EqualTo(second.Thumbprint));
+            Assert.That(await HandshakeAsync(server.LocalEndPoint!, prefix: null, cancellationToken), Is.EqualTo(second.Thumbprint));
+        }
+        finally
+        {
+            Directory.Delete(folder, recursive: true);
+        }
+
+        static void WriteVersion(string folder, string version, X509Certificate2 certificate)
+        {
+            string path = Directory.CreateDirectory(Path.Combine(folder, version)).FullName;
+            TestCertificates.WritePem(certificate, Path.Combine(path, "tls.crt"), Path.Combine(path, "tls.key"));
+        }
+    }
+
     [Test]
     [CancelAfter(30_000)]
     public async Task Tls_OverTheHandshakeCap_WaitsUnacceptedUntilOneEnds(CancellationToken cancellationToken)
