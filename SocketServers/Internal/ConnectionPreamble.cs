@@ -121,27 +121,49 @@ internal sealed class ConnectionPreamble : IDisposable
         deadline.CancelAfter(_timeout);
         string stage = "proxy";
         EndPoint? peer = null;
+        IPEndPoint? client;
+        SslStream? tls;
         try
         {
             peer = socket.RemoteEndPoint;
-            IPEndPoint? client = IsTrusted(peer) ? await ProxyHeaderReader.ReadAsync(socket, deadline.Token).ConfigureAwait(false) : null;
+            client = IsTrusted(peer) ? await ProxyHeaderReader.ReadAsync(socket, deadline.Token).ConfigureAwait(false) : null;
             stage = "tls";
-            SslStream? tls = _tls is null ? null : await HandshakeAsync(_tls, socket, deadline.Token, stopping).ConfigureAwait(false);
-            _owner.OnPreambleDone(slot, args, socket, client, tls);
+            tls = _tls is null ? null : await HandshakeAsync(_tls, socket, deadline.Token, stopping).ConfigureAwait(false);
         }
         catch (Exception ex)
         {
-            Fail(slot, socket, peer, stage, ex, stopping);
+            try
+            {
+                Fail(slot, socket, peer, stage, ex, stopping);
+            }
+            finally
+            {
+                Leave(room);
+            }
+
+            return;
+        }
+
+        // Outside the catch: the owner takes the slot from here on, even if it throws.
+        try
+        {
+            _owner.OnPreambleDone(slot, args, socket, client, tls);
         }
         finally
         {
-            if (room)
-            {
-                _rooms!.Release();
-            }
-
-            LeaveRunning();
+            Leave(room);
         }
+    }
+
+    /// <summary>Ends a preamble: gives back its handshake room, if it held one, and stops counting it.</summary>
+    private void Leave(bool room)
+    {
+        if (room)
+        {
+            _rooms!.Release();
+        }
+
+        LeaveRunning();
     }
 
     private async Task<SslStream> HandshakeAsync(TlsHandshake handshake, Socket socket, CancellationToken cancellationToken, CancellationToken stopping)
