@@ -99,6 +99,7 @@ internal sealed class HostCommandLine
             OneOf("--when-full", "queue", "TCP clients over --max-connections wait in the backlog, or are accepted and closed at once", "queue", "reject"),
             value => [(Tcp + "RejectWhenFull", value == "reject" ? "true" : "false")]),
         Row(MaxMemoryOption(), value => [(HostSettings.RespMaxMemoryKey, value.ToString(CultureInfo.InvariantCulture))]),
+        .. ProxyAndTlsRows(),
         Row(
             WholeNumber("--stats", 0, HostSettings.MaxStatsSeconds, 0, "SECONDS", "Print the metrics every this many seconds; 0 only on SIGUSR1"),
             value => [(HostSettings.StatsSecondsKey, Text(value))]),
@@ -126,6 +127,21 @@ internal sealed class HostCommandLine
         Row(
             Flag("--udp-allow-privileged-ports", "Also echo UDP datagrams from source ports below 1024, dropped by default: a reply to another echo or chargen service can loop without end"),
             value => [(Udp + "AllowPrivilegedSourcePorts", Text(value))]),
+    ];
+
+    /// <summary>The rows of what comes before a TCP connection starts: the PROXY header and the TLS handshake.</summary>
+    private static TableRow[] ProxyAndTlsRows() =>
+    [
+        Row(ProxyProtocolOption(), value => [(Tcp + nameof(TcpServerOptions.ProxyProtocolNetworks), value!)]),
+        Row(
+            FilePath("--tls-cert", "Serve TCP over TLS with this certificate: a PEM file (the certificate, then its chain) or a PKCS#12 .pfx without a password; reloaded when it changes"),
+            value => [(Tcp + "Tls:" + nameof(TlsOptions.CertificatePath), value)]),
+        Row(
+            FilePath("--tls-key", "The PEM file of --tls-cert's private key; not needed for a .pfx, or when the key is in the certificate's file"),
+            value => [(Tcp + "Tls:" + nameof(TlsOptions.KeyPath), value)]),
+        Row(
+            HandshakeTimeoutOption(),
+            seconds => [(Tcp + nameof(TcpServerOptions.HandshakeTimeout), TimeSpan.FromSeconds(seconds).ToString("c", CultureInfo.InvariantCulture))]),
     ];
 
     /// <summary>A row for <paramref name="option"/>, whose value <paramref name="settings"/> turns into configuration values.</summary>
@@ -210,6 +226,47 @@ internal sealed class HostCommandLine
             return 0;
         },
     };
+
+    private static Option<string> ProxyProtocolOption() => new("--proxy-protocol")
+    {
+        Description = "TCP connections from these networks (trusted proxies) must start with a PROXY protocol header, v1 or v2, whose address is then the client's",
+        HelpName = "CIDR[,CIDR...]",
+        CustomParser = result =>
+        {
+            string value = result.Tokens[0].Value;
+            foreach (string block in value.Split(','))
+            {
+                if (!IPNetwork.TryParse(block, out _))
+                {
+                    result.AddError($"'--proxy-protocol' expects networks in CIDR notation such as 10.0.0.0/8 or fd00::/8, separated by commas, not '{block}'.");
+                }
+            }
+
+            return value;
+        },
+    };
+
+    private static Option<double> HandshakeTimeoutOption() => new("--tls-handshake-timeout")
+    {
+        Description = "Close a TCP connection that has not sent its PROXY header and finished its TLS handshake this long after it was accepted",
+        HelpName = "SECONDS",
+        DefaultValueFactory = _ => 10,
+        CustomParser = result =>
+        {
+            string value = result.Tokens[0].Value;
+            double max = TcpServerOptions.MaxHandshakeTimeout.TotalSeconds;
+            if (double.TryParse(value, NumberStyles.AllowDecimalPoint, CultureInfo.InvariantCulture, out double seconds) && seconds >= 0.001 && seconds <= max)
+            {
+                return seconds;
+            }
+
+            result.AddError($"'--tls-handshake-timeout' expects seconds from 0.001 to {max}, not '{value}'.");
+            return 10;
+        },
+    };
+
+    /// <summary>An option taking a file's path; the file is read, and any error reported, when the server starts.</summary>
+    private static Option<string> FilePath(string name, string description) => new(name) { Description = description, HelpName = "FILE" };
 
     private static string Text(int value) => value.ToString(CultureInfo.InvariantCulture);
 

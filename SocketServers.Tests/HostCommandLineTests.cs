@@ -60,6 +60,17 @@ public sealed class HostCommandLineTests
     }
 
     [Test]
+    public void Parse_ProxyAndTlsOptions_SetTheirValues()
+    {
+        (_, TcpEchoServerOptions tcp, _) = Settings(
+            "tcp", "--proxy-protocol", "10.0.0.0/8,fd00::/8", "--tls-cert", "server.crt", "--tls-key", "server.key", "--tls-handshake-timeout", "2.5");
+
+        Assert.That(tcp.ProxyProtocolNetworks, Is.EqualTo(new[] { IPNetwork.Parse("10.0.0.0/8"), IPNetwork.Parse("fd00::/8") }));
+        Assert.That((tcp.Tls.CertificatePath, tcp.Tls.KeyPath), Is.EqualTo(("server.crt", "server.key")));
+        Assert.That(tcp.HandshakeTimeout, Is.EqualTo(TimeSpan.FromSeconds(2.5)));
+    }
+
+    [Test]
     public void Parse_BufferSizeAboveTheDatagramLimit_UdpDatagramCapped()
     {
         (_, TcpEchoServerOptions tcp, UdpEchoServerOptions udp) = Settings("--buffer-size", "100000");
@@ -119,6 +130,10 @@ public sealed class HostCommandLineTests
     [TestCase("--stats 1.5", "'--stats' expects")]
     [TestCase("--maxmemory -1", "'--maxmemory' expects")]
     [TestCase("--maxmemory 1k", "'--maxmemory' expects")]
+    [TestCase("--proxy-protocol 10.0.0.1", "'--proxy-protocol' expects networks in CIDR notation")]
+    [TestCase("--proxy-protocol 10.0.0.0/8,nginx", "not 'nginx'")]
+    [TestCase("--tls-handshake-timeout 0", "'--tls-handshake-timeout' expects")]
+    [TestCase("--tls-handshake-timeout 3601", "'--tls-handshake-timeout' expects")]
     public void Parse_BadArgument_FailsNamingIt(string commandLine, string expected)
     {
         ParseResult result = new HostCommandLine().Parse(commandLine.Split(' '));

@@ -119,7 +119,7 @@ public sealed class IdleAndSlowConnectionSweepTests
             Socket accepted = await _listener.AcceptAsync(cancellationToken);
             _sockets.Add(accepted);
             PoolSlot<SocketAsyncEventArgs> slot = _args.TakeSlot();
-            var connection = new SocketConnection(Owner, slot, (PooledSocketArgs)slot.Object, accepted, _accepted.Count + 1);
+            var connection = new SocketConnection(Owner, slot, (PooledSocketArgs)slot.Object, accepted, _accepted.Count + 1, remoteEndPoint: null, tls: null);
             _accepted.Add(connection, accepted);
             return (client, connection);
         }

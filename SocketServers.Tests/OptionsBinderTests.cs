@@ -22,6 +22,30 @@ public sealed class OptionsBinderTests
     }
 
     [Test]
+    public void Bind_ProxyNetworksAndTlsSection_SetsThem()
+    {
+        var options = new TcpEchoServerOptions();
+
+        OptionsBinder.Bind(
+            Section(("ProxyProtocolNetworks", "10.0.0.0/8, 192.168.0.0/16"), ("HandshakeTimeout", "00:00:03"), ("Tls:CertificatePath", "a.pem"), ("Tls:ClientCertificateMode", "RequireCertificate"), ("Tls:MaxHandshakesInFlight", "7")),
+            options);
+
+        Assert.That(options.ProxyProtocolNetworks, Is.EqualTo(new[] { IPNetwork.Parse("10.0.0.0/8"), IPNetwork.Parse("192.168.0.0/16") }));
+        Assert.That(options.HandshakeTimeout, Is.EqualTo(TimeSpan.FromSeconds(3)));
+        Assert.That((options.Tls.CertificatePath, options.Tls.ClientCertificateMode, options.Tls.MaxHandshakesInFlight), Is.EqualTo(("a.pem", ClientCertificateMode.RequireCertificate, 7)));
+    }
+
+    [Test]
+    public void Bind_ProxyNetworksAsArray_SetsThem()
+    {
+        var options = new TcpEchoServerOptions();
+
+        OptionsBinder.Bind(Section(("ProxyProtocolNetworks:0", "10.0.0.0/8"), ("ProxyProtocolNetworks:1", "::1/128")), options);
+
+        Assert.That(options.ProxyProtocolNetworks, Is.EqualTo(new[] { IPNetwork.Parse("10.0.0.0/8"), IPNetwork.Parse("::1/128") }));
+    }
+
+    [Test]
     public void Bind_UdpProcessingByName_SetsTheEnum()
     {
         var options = new UdpEchoServerOptions();
@@ -37,6 +61,11 @@ public sealed class OptionsBinderTests
     [TestCase("Port", "99999", "'Echo:Tcp:Port' = '99999'")]
     [TestCase("Port", "abc", "'Echo:Tcp:Port'")]
     [TestCase("IdleTimeout", "00:00:00", "'Echo:Tcp:IdleTimeout'")]
+    [TestCase("ProxyProtocolNetworks", "10.0.0.0/8,nginx", "'Echo:Tcp:ProxyProtocolNetworks' expects networks in CIDR notation")]
+    [TestCase("Tls:MaxHandshakesInFlight", "0", "'Echo:Tcp:Tls:MaxHandshakesInFlight' = '0'")]
+    [TestCase("Tls:CertificatFile", "a.pem", "'Echo:Tcp:Tls:CertificatFile' is not a setting of TlsOptions")]
+    [TestCase("Tls:ClientCertificateMode", "Maybe", "'Echo:Tcp:Tls:ClientCertificateMode' expects NoCertificate or AllowCertificate or RequireCertificate")]
+    [TestCase("HandshakeTimeout", "00:00:00", "'Echo:Tcp:HandshakeTimeout'")]
     public void Bind_InvalidKeyOrValue_ThrowsNamingTheKey(string key, string value, string expected)
     {
         var exception = Assert.Throws<OptionsValidationException>(() => OptionsBinder.Bind(Section((key, value)), new TcpEchoServerOptions()));

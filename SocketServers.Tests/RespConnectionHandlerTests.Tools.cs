@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Security.Cryptography.X509Certificates;
 
 namespace SocketServers.Tests;
 
@@ -38,6 +39,50 @@ public sealed partial class RespConnectionHandlerTests
         var (exitCode, output) = await RunAsync(
             benchmark,
             ["-h", "127.0.0.1", "-p", server.LocalEndPoint!.Port.ToString(System.Globalization.CultureInfo.InvariantCulture),
+             "-c", "10", "-n", "2000", "-P", pipeline.ToString(System.Globalization.CultureInfo.InvariantCulture), "-t", "ping,set,get,incr", "--csv"],
+            cancellationToken);
+
+        Assert.That(exitCode, Is.Zero, output);
+        Assert.That(output, Does.Not.Contain("rror"), "an error reply");
+        foreach (string test in new[] { "\"PING_INLINE\"", "\"PING_MBULK\"", "\"SET\"", "\"GET\"", "\"INCR\"" })
+        {
+            Assert.That(output, Does.Contain(test));
+        }
+
+        Assert.That(server.Counters.Drops, Is.Zero);
+    }
+
+    // The sample over TLS, as redis users reach a server with --tls: the handler sees the same plaintext.
+    [Test]
+    [CancelAfter(30_000)]
+    public async Task RedisCli_OverTls_RepliesAsOverPlainText(CancellationToken cancellationToken)
+    {
+        string cli = Tool("redis-cli");
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using var server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+        string[] target = ["--tls", "--insecure", "-h", "127.0.0.1", "-p", server.LocalEndPoint!.Port.ToString(System.Globalization.CultureInfo.InvariantCulture)];
+
+        var set = await RunAsync(cli, [.. target, "SET", "greeting", "hello over tls"], cancellationToken);
+        var get = await RunAsync(cli, [.. target, "GET", "greeting"], cancellationToken);
+        var plain = await RunAsync(cli, ["-h", "127.0.0.1", "-p", target[^1], "PING"], cancellationToken);
+
+        Assert.That(set, Is.EqualTo((0, "OK")));
+        Assert.That(get, Is.EqualTo((0, "hello over tls")));
+        Assert.That(plain.Output, Does.Not.Contain("PONG"), "a client without TLS is not served");
+    }
+
+    [TestCase(1)]
+    [TestCase(16)]
+    [CancelAfter(60_000)]
+    public async Task RedisBenchmark_OverTls_EveryTestRunsWithoutErrors(int pipeline, CancellationToken cancellationToken)
+    {
+        string benchmark = Tool("redis-benchmark");
+        using X509Certificate2 certificate = TestCertificates.Create();
+        await using var server = await StartAsync(options => options.Tls.ServerCertificate = certificate, cancellationToken);
+
+        var (exitCode, output) = await RunAsync(
+            benchmark,
+            ["--tls", "--insecure", "-h", "127.0.0.1", "-p", server.LocalEndPoint!.Port.ToString(System.Globalization.CultureInfo.InvariantCulture),
              "-c", "10", "-n", "2000", "-P", pipeline.ToString(System.Globalization.CultureInfo.InvariantCulture), "-t", "ping,set,get,incr", "--csv"],
             cancellationToken);
 

@@ -20,7 +20,7 @@ public sealed class TlsTransportTests
 {
     private const int BufferSize = 4096;
 
-    private static readonly Lazy<X509Certificate2> s_certificate = new(CreateCertificate);
+    private static readonly Lazy<X509Certificate2> s_certificate = new(() => TestCertificates.Create());
 
     [Test]
     [CancelAfter(20_000)]
@@ -105,16 +105,6 @@ public sealed class TlsTransportTests
         Assert.That(end, Is.Zero, "the end of the stream");
         Assert.That(test.Recorded.LastRecordType(), Is.EqualTo(21), "an alert record (close_notify) before the end of stream");
         Assert.That(test.Owner.Count.Snapshot(null).Drops, Is.Zero, "the client closed within the linger");
-    }
-
-    private static X509Certificate2 CreateCertificate()
-    {
-        using var key = ECDsa.Create(ECCurve.NamedCurves.nistP256);
-        var request = new CertificateRequest("CN=localhost", key, HashAlgorithmName.SHA256);
-        using X509Certificate2 made = request.CreateSelfSigned(DateTimeOffset.UtcNow.AddDays(-1), DateTimeOffset.UtcNow.AddDays(1));
-
-        // Through PKCS #12, so that the key is one the TLS stack can use on every platform.
-        return X509CertificateLoader.LoadPkcs12(made.Export(X509ContentType.Pfx), password: null);
     }
 
     /// <summary>A client and the server's connection over TLS on loopback, the connection's loop running.</summary>

@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using PoolLib;
@@ -15,6 +16,12 @@ public partial class TcpServer
         CancellationToken stopping = StoppingToken;
         while (!stopping.IsCancellationRequested)
         {
+            // Over the cap on handshakes in flight, clients wait in the backlog.
+            if (_preamble is { } preamble && !await preamble.WaitForRoomAsync(stopping).ConfigureAwait(false))
+            {
+                break;
+            }
+
             SocketError error;
             PoolSlot<SocketAsyncEventArgs>? slot = null;
             if (_rejectWhenFull && !Pool.TryTakeSlot(out slot))
@@ -33,6 +40,7 @@ public partial class TcpServer
                 error = await AcceptAsync(listener, slot).ConfigureAwait(false);
             }
 
+            _preamble?.ReturnUnusedRoom();
             if (error != SocketError.Success && !await _acceptFailures.OnFailedAsync(error, stopping).ConfigureAwait(false))
             {
                 break;
@@ -110,9 +118,12 @@ public partial class TcpServer
     }
 
     /// <summary>Closes a client the server will not serve, and counts it.</summary>
-    private void Reject(Socket socket, string why)
+    /// <param name="socket">The client's socket.</param>
+    /// <param name="why">Why, for the log line.</param>
+    /// <param name="remoteEndPoint">The client's address to log, a PROXY header's; <see langword="null"/> for the socket's.</param>
+    private void Reject(Socket socket, string why, EndPoint? remoteEndPoint = null)
     {
-        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? RemoteEndPointOrNull(socket) : null;
+        EndPoint? client = Logger.IsEnabled(LogLevel.Debug) ? remoteEndPoint ?? RemoteEndPointOrNull(socket) : null;
 
         // Counted first: the client sees the close as soon as it happens. Closed before the line is logged, which may fail.
         Count.Rejected();
@@ -139,8 +150,9 @@ public partial class TcpServer
     /// accept queue holds on Linux, elsewhere 1 when any does; 0 while there is room.</summary>
     private int WaitingClients()
     {
-        // With RejectWhenFull nobody waits: a client the backlog holds is accepted only to be closed.
-        if (_rejectWhenFull || Count.OpenConnections < _maxConnections || _listener is not { } listener)
+        // With RejectWhenFull nobody waits: a client the backlog holds is accepted only to be closed. A connection in its
+        // PROXY header or TLS handshake holds a slot too.
+        if (_rejectWhenFull || Count.OpenConnections + (_preamble?.Running ?? 0) < _maxConnections || _listener is not { } listener)
         {
             return 0;
         }
@@ -163,15 +175,34 @@ public partial class TcpServer
 
     private void StartConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket)
     {
+        if (_preamble is { } preamble)
+        {
+            // The PROXY header and the TLS handshake first; the preamble calls OpenConnection when done.
+            preamble.Run(slot, args, socket, StoppingToken);
+            return;
+        }
+
+        OpenConnection(slot, args, socket, client: null, tls: null);
+    }
+
+    /// <summary>Starts serving an accepted socket, unless its client is at the per-address limit.</summary>
+    /// <param name="slot">The pooled args' slot, taken for the connection.</param>
+    /// <param name="args">The pooled args.</param>
+    /// <param name="socket">The accepted socket, which the connection owns.</param>
+    /// <param name="client">The client's address from a PROXY header; <see langword="null"/> for the socket's.</param>
+    /// <param name="tls">The authenticated TLS stream, which the connection owns; <see langword="null"/> without TLS.</param>
+    private void OpenConnection(PoolSlot<SocketAsyncEventArgs> slot, PooledSocketArgs args, Socket socket, EndPoint? client, SslStream? tls)
+    {
         SocketConnection connection;
         try
         {
             socket.NoDelay = true;
-            connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId));
+            connection = new SocketConnection(this, slot, args, socket, Interlocked.Increment(ref _lastConnectionId), client, tls);
             if (!_perAddressLimit.TryClaim(connection.RemoteAddress))
             {
                 Pool.Release(slot);
-                Reject(socket, "its address is at the per-address connection limit");
+                tls?.Dispose();
+                Reject(socket, "its address is at the per-address connection limit", client);
                 return;
             }
         }
@@ -179,6 +210,7 @@ public partial class TcpServer
         {
             // One socket failed (typically a peer that reset before we got to it): close it, give its
             // slot back, and keep accepting.
+            tls?.Dispose();
             socket.Dispose();
             Pool.Release(slot);
             Count.Dropped();

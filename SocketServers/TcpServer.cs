@@ -18,7 +18,7 @@ namespace SocketServers;
 /// or are rejected, so memory stays bounded. An idle connection holds no buffer; a connection reads again only after
 /// what the handler wrote was sent. SocketServers/README.md gives the stop, idle and eviction rules. Every member is thread-safe.
 /// </remarks>
-public partial class TcpServer : SocketServer, ITcpConnectionOwner
+public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionPreambleOwner
 {
     // Linux's struct tcp_info: IPPROTO_TCP, TCP_INFO, the part read, and where tcpi_unacked sits in it.
     private const int IpProtocolTcp = 6;
@@ -116,6 +116,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         _acceptFailures = new AcceptFailures(this, Logger);
         time ??= TimeProvider.System;
         _clock = new MillisecondClock(time);
+        _preamble = ConnectionPreamble.Create(this, this, Logger, options);
         _sweep = new IdleAndSlowConnectionSweep(options.IdleTimeout, options.MinDataRate, options.SlowConnectionWindow, time, _clock);
     }
 
@@ -126,6 +127,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
 
     private protected override IPEndPoint StartCore()
     {
+        _preamble?.Tls?.Start();
         Socket listener = BindSocket(_endPoint, _listenBacklog);
         var bound = (IPEndPoint)listener.LocalEndPoint!;
         CreatePool(bound, _maxConnections);
@@ -148,6 +150,10 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
     {
         _listener?.Dispose();
         await _acceptLoop.ConfigureAwait(false);
+        if (_preamble is { } preamble)
+        {
+            await preamble.WhenDoneAsync().ConfigureAwait(false);
+        }
     }
 
     private protected override Task DrainAsync()
@@ -218,6 +224,7 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner
         Logger.TcpStopped(Name, LocalEndPoint, Counters);
         _buffers?.Dispose();
         _sendBuffers?.Dispose();
+        _preamble?.Dispose();
     }
 
     TcpConnectionHandler ITcpConnectionOwner.Handler => _handler;

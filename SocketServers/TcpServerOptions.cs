@@ -1,4 +1,5 @@
 using System.Diagnostics.CodeAnalysis;
+using System.Net;
 
 namespace SocketServers;
 
@@ -25,6 +26,7 @@ public class TcpServerOptions : SocketServerOptions
     private int _minDataRate = 1024;
     private TimeSpan _slowConnectionWindow = TimeSpan.FromSeconds(2);
     private int _maxConnectionsPerAddress;
+    private TimeSpan _handshakeTimeout = TimeSpan.FromSeconds(10);
 
     /// <summary>The most connections served at once, 1 to <see cref="MaxConnectionsLimit"/>; 1000 by default.
     /// It is the capacity of the server's args pool; further clients wait in the listen backlog.</summary>
@@ -117,4 +119,33 @@ public class TcpServerOptions : SocketServerOptions
         get => _listenBacklog;
         set => _listenBacklog = CheckRange(value, 1, int.MaxValue);
     }
+
+    /// <summary>The longest accepted <see cref="HandshakeTimeout"/>: one hour.</summary>
+    public static readonly TimeSpan MaxHandshakeTimeout = TimeSpan.FromHours(1);
+
+    /// <summary>How long a new connection has, from its accept, to send its PROXY header (see
+    /// <see cref="ProxyProtocolNetworks"/>) and finish its TLS handshake (see <see cref="Tls"/>) before the server closes
+    /// it; 10 seconds by default, from one millisecond to <see cref="MaxHandshakeTimeout"/>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
+    public TimeSpan HandshakeTimeout
+    {
+        get => _handshakeTimeout;
+        set
+        {
+            ArgumentOutOfRangeException.ThrowIfLessThan(value, TimeSpan.FromMilliseconds(1), nameof(HandshakeTimeout));
+            ArgumentOutOfRangeException.ThrowIfGreaterThan(value, MaxHandshakeTimeout, nameof(HandshakeTimeout));
+            _handshakeTimeout = value;
+        }
+    }
+
+    /// <summary>Gets the networks of trusted proxies (nginx, HAProxy, a load balancer) whose connections start with a PROXY
+    /// protocol header, v1 or v2; empty (the default) for none. A connection from one of them is closed unless its header
+    /// arrives within <see cref="HandshakeTimeout"/> and is well-formed; the header's address is then the client's, for
+    /// <see cref="TcpConnection.RemoteEndPoint"/>, <see cref="MaxConnectionsPerAddress"/>, logs and metrics. A connection
+    /// from elsewhere is a direct client: its bytes are never read as a header.</summary>
+    public IList<IPNetwork> ProxyProtocolNetworks { get; } = new List<IPNetwork>();
+
+    /// <summary>Gets the TLS settings; TLS is off until a certificate is set (<see cref="TlsOptions.IsEnabled"/>).
+    /// The handshake comes after any PROXY header, and holds a connection's place among <see cref="MaxConnections"/>.</summary>
+    public TlsOptions Tls { get; } = new();
 }

@@ -22,6 +22,14 @@ internal static class OptionsBinder
             : throw Invalid<SocketServerOptions>(options, $"'{path}' expects an IP address such as 127.0.0.1 or ::1, not '{setting.Value}'.")),
     ];
 
+    // A TCP server's also: its trusted proxies (a list of networks, one value or an array), and its TLS section.
+    private static readonly Special<SocketServerOptions>[] s_tcpServer =
+    [
+        .. s_server,
+        new(nameof(TcpServerOptions.ProxyProtocolNetworks), IsSection: true, static (options, setting, path) => SetNetworks((TcpServerOptions)options, setting, path)),
+        new(nameof(TcpServerOptions.Tls), IsSection: true, static (options, setting, path) => Bind(setting, ((TcpServerOptions)options).Tls, Array.Empty<Special<TlsOptions>>())),
+    ];
+
     private static readonly Special<TcpClientPoolOptions>[] s_clientPool =
     [
         new(nameof(TcpClientPoolOptions.EndPoint), IsSection: false, static (options, setting, path) => options.EndPoint = ParseEndPoint(setting.Value!)
@@ -44,7 +52,7 @@ internal static class OptionsBinder
     /// <exception cref="OptionsValidationException">A key or value is invalid; the message names it.</exception>
     public static void Bind<TOptions>(IConfiguration section, TOptions options)
         where TOptions : SocketServerOptions
-        => Bind(section, options, s_server);
+        => Bind(section, options, options is TcpServerOptions ? s_tcpServer : s_server);
 
     /// <summary>Sets every option <paramref name="section"/> names on a client pool's <paramref name="options"/>; the
     /// pool's own options (<see cref="TcpClientPoolOptions.Pool"/>) come from its <c>Pool</c> section, as
@@ -95,32 +103,32 @@ internal static class OptionsBinder
         }
     }
 
-    /// <summary>Refuses a key of <paramref name="section"/> that names no option of <typeparamref name="TOptions"/>, a
-    /// section where a value belongs, and an enum value that names none of the enum's.</summary>
+    /// <summary>Checks each key of <paramref name="section"/> names an option of <typeparamref name="TOptions"/>, a value
+    /// where one belongs, and, for an enum, one of its names.</summary>
     /// <exception cref="OptionsValidationException">A key or value is invalid; the message names it.</exception>
     private static void CheckKeys<TOptions, TBase>(IConfiguration section, Special<TBase>[] specials)
-        where TOptions : class, TBase
     {
         // A key that names no option is most likely a typo, which would otherwise leave a default in force silently.
         PropertyInfo[] settable = [.. typeof(TOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance)
             .Where(property => property.SetMethod is { IsPublic: true } && !property.PropertyType.IsSubclassOf(typeof(Delegate)))];
         foreach (IConfigurationSection child in section.GetChildren())
         {
-            if (settable.FirstOrDefault(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase)) is not { } property)
+            // Every option but a section of its own is one value. A key under one is refused even where another source
+            // gives the option a value, which would hide it from the binder.
+            bool isSection = Array.Exists(specials, special => special.IsSection && special.Key.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
+            PropertyInfo? property = settable.FirstOrDefault(property => property.Name.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
+            if (property is null && !isSection)
             {
                 throw Invalid<TOptions>($"'{child.Path}' is not a setting of {typeof(TOptions).Name}.");
             }
 
-            // Every option but a section of its own is one value. A key under one is refused even where another source
-            // gives the option a value, which would hide it from the binder.
-            bool isSection = Array.Exists(specials, special => special.IsSection && special.Key.Equals(child.Key, StringComparison.OrdinalIgnoreCase));
             if (!isSection && child.GetChildren().FirstOrDefault() is { } nested)
             {
                 throw Invalid<TOptions>($"'{child.Path}' is a section ('{nested.Path}'); it should be a value.");
             }
 
             // The binder's own message for a name it cannot convert names the type, not the names it takes.
-            if (property.PropertyType.IsEnum && child.Value is string name
+            if (property is { PropertyType.IsEnum: true } && child.Value is string name
                 && !(Enum.TryParse(property.PropertyType, name, ignoreCase: true, out object? value) && Enum.IsDefined(property.PropertyType, value)))
             {
                 throw Invalid<TOptions>($"'{child.Path}' expects {string.Join(" or ", Enum.GetNames(property.PropertyType))}, not '{name}'.");
@@ -142,6 +150,21 @@ internal static class OptionsBinder
             && int.TryParse(value.AsSpan(colon + 1), NumberStyles.None, CultureInfo.InvariantCulture, out int port) && port is > 0 and <= IPEndPoint.MaxPort
             ? new DnsEndPoint(value[..colon], port)
             : null;
+    }
+
+    /// <summary>Sets the trusted proxies' networks from one value of comma-separated CIDR blocks, or from an array of them.</summary>
+    private static void SetNetworks(TcpServerOptions options, IConfigurationSection setting, string path)
+    {
+        IEnumerable<string> blocks = setting.Value is { } value
+            ? value.Split(',', StringSplitOptions.TrimEntries | StringSplitOptions.RemoveEmptyEntries)
+            : setting.GetChildren().Select(child => child.Value ?? string.Empty);
+        options.ProxyProtocolNetworks.Clear();
+        foreach (string block in blocks)
+        {
+            options.ProxyProtocolNetworks.Add(IPNetwork.TryParse(block, out IPNetwork network)
+                ? network
+                : throw Invalid<SocketServerOptions>(options, $"'{path}' expects networks in CIDR notation such as 10.0.0.0/8 or fd00::/8, separated by commas, not '{block}'."));
+        }
     }
 
     private static bool IsUnder(string key, string special) =>

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net.Sockets;
+using System.Security.Authentication;
 using PoolLib.Internal;
 
 namespace SocketServers.Internal;
@@ -70,6 +71,56 @@ internal static class SocketServerMetrics
         }
     }
 
+    /// <summary>Records a TLS handshake's duration, with the protocol version it agreed on or why it failed.</summary>
+    /// <param name="server">The server it happened in.</param>
+    /// <param name="duration">How long it took.</param>
+    /// <param name="protocol">The version agreed on; <see langword="null"/> if it failed.</param>
+    /// <param name="failure">Why it failed (<c>timeout</c>, <c>protocol</c>, <c>client_closed</c>, <c>error</c>); <see langword="null"/> if it did not.</param>
+    public static void TlsHandshake(SocketServer server, TimeSpan duration, SslProtocols? protocol, string? failure)
+    {
+        if (s_instruments.Current?.TlsHandshakeDuration is { Enabled: true } handshakeDuration)
+        {
+            TagList tags = Tags(server);
+            if (protocol is { } version)
+            {
+                tags.Add("tls.protocol.version", ProtocolVersion(version));
+            }
+            else
+            {
+                tags.Add("error.type", failure);
+            }
+
+            handshakeDuration.Record(duration.TotalSeconds, tags);
+        }
+    }
+
+    /// <summary>Counts a connection closed before it started.</summary>
+    /// <param name="server">The server it happened in.</param>
+    /// <param name="stage">Where: <c>proxy</c> (its PROXY header) or <c>tls</c> (its handshake).</param>
+    /// <param name="reason"><c>timeout</c>, <c>malformed</c>, <c>protocol</c>, <c>client_closed</c> or <c>error</c>.</param>
+    public static void HandshakeFailed(SocketServer server, string stage, string reason)
+    {
+        if (s_instruments.Current?.HandshakeFailures is { Enabled: true } failures)
+        {
+            TagList tags = Tags(server);
+            tags.Add("socketservers.handshake.stage", stage);
+            tags.Add("reason", reason);
+            failures.Add(1, tags);
+        }
+    }
+
+    // As OpenTelemetry's tls.protocol.version spells it.
+    private static string ProtocolVersion(SslProtocols protocol) => protocol switch
+    {
+        SslProtocols.Tls13 => "1.3",
+        SslProtocols.Tls12 => "1.2",
+#pragma warning disable SYSLIB0039 // Named to report them, not to enable them.
+        SslProtocols.Tls11 => "1.1",
+        SslProtocols.Tls => "1.0",
+#pragma warning restore SYSLIB0039
+        _ => protocol.ToString(),
+    };
+
     /// <returns>The <c>error.type</c> of <paramref name="exception"/>: a socket error's name, else the exception's full type name.</returns>
     public static string ErrorType(Exception exception)
         => exception is SocketException socketException ? socketException.SocketErrorCode.ToString() : exception.GetType().FullName ?? exception.GetType().Name;
@@ -104,6 +155,8 @@ internal static class SocketServerMetrics
         {
             ConnectionDuration = meter.CreateHistogram<double>("socketservers.connection.duration", "s", "How long TCP connections lasted.");
             DatagramsDropped = meter.CreateCounter<long>("socketservers.dropped_datagrams", "{datagram}", "UDP datagrams not answered, by reason.");
+            TlsHandshakeDuration = meter.CreateHistogram<double>("socketservers.tls.handshake.duration", "s", "How long TLS handshakes took, by protocol version or error.");
+            HandshakeFailures = meter.CreateCounter<long>("socketservers.handshake_failures", "{connection}", "TCP connections closed before they started: a PROXY header or TLS handshake failed, by stage and reason.");
             Errors = meter.CreateCounter<long>("socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
             meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
             meter.CreateObservableUpDownCounter("socketservers.queued_connections", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
@@ -118,5 +171,9 @@ internal static class SocketServerMetrics
         public Counter<long> DatagramsDropped { get; }
 
         public Counter<long> Errors { get; }
+
+        public Histogram<double> TlsHandshakeDuration { get; }
+
+        public Counter<long> HandshakeFailures { get; }
     }
 }
