@@ -74,7 +74,7 @@ public sealed partial class TcpServerTests
 
         string rest = await client.ReadToEndAsync(cancellationToken);
 
-        // The drop is counted after the open count falls (see Handler_MessageLongerThanBuffer_ConnectionCloses).
+        // The drop is counted after the open count falls (see Handler_MessageLongerThanMaxMessageSize_ConnectionCloses).
         await Poll.UntilAsync(() => server.Counters is { CurrentConnections: 0, Drops: 1 }, cancellationToken);
         Assert.That(rest, Is.Empty);
     }

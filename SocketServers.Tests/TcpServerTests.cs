@@ -205,9 +205,9 @@ public sealed partial class TcpServerTests
 
     [Test]
     [CancelAfter(10_000)]
-    public async Task Handler_MessageLongerThanBuffer_ConnectionCloses(CancellationToken cancellationToken)
+    public async Task Handler_MessageLongerThanMaxMessageSize_ConnectionCloses(CancellationToken cancellationToken)
     {
-        await using var server = await StartAsync(new ScriptedHandler(), options => options.BufferSize = 64, cancellationToken);
+        await using var server = await StartAsync(new ScriptedHandler(), options => (options.BufferSize, options.MaxMessageSize) = (64, 64), cancellationToken);
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
         await client.SendAsync(new string('a', 100), cancellationToken);

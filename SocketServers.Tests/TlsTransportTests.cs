@@ -276,6 +276,8 @@ public sealed class TlsTransportTests
 
         public Pool<byte[]> SendBuffers => _sendBuffers;
 
+        public LargeMessageBuffers LargeBuffers { get; } = new(BufferSize, BufferSize, budget: 0);
+
         public MillisecondClock Clock => MillisecondClock.System;
 
         public LogRateLimiter ConnectionWarnings { get; } = new();
@@ -287,6 +289,10 @@ public sealed class TlsTransportTests
         public int BuffersInUse => _buffers.TotalCount - _buffers.AvailableCount + SendBuffersInUse;
 
         public void OnHandlerFailed(Exception exception) => Closed.TrySetException(exception);
+
+        public void OnMessageTooLarge(string reason)
+        {
+        }
 
         public void OnConnectionClosed(SocketConnection connection, TimeSpan duration) => Closed.TrySetResult();
     }

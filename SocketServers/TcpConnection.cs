@@ -20,6 +20,15 @@ public abstract class TcpConnection
     /// <summary>Gets the client's address and port, or <see langword="null"/> if the socket could not say.</summary>
     public abstract EndPoint? RemoteEndPoint { get; }
 
+    /// <summary>Gets the size of the connection's receive buffer, <see cref="TcpServerOptions.BufferSize"/>: the most bytes
+    /// one receive reads before they are handled, and the size beyond which a message needs a grown buffer.</summary>
+    public abstract int BufferSize { get; }
+
+    /// <summary>Gets the longest message the connection can receive, <see cref="TcpServerOptions.MaxMessageSize"/>: a
+    /// message of which nothing is consumed while it fills a buffer this large ends at
+    /// <see cref="TcpConnectionHandler.OnMessageTooLargeAsync"/>.</summary>
+    public abstract int MaxMessageSize { get; }
+
     /// <summary>Gets or sets what the handler keeps for this connection (a parser's state, a session); <see langword="null"/>
     /// at first. The server never reads it.</summary>
     public object? State { get; set; }

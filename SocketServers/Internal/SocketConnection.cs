@@ -65,6 +65,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public override EndPoint? RemoteEndPoint => _transport.RemoteEndPoint;
 
     /// <inheritdoc/>
+    public override int BufferSize => _owner.LargeBuffers.BufferSize;
+
+    /// <inheritdoc/>
+    public override int MaxMessageSize => _owner.LargeBuffers.MaxMessageSize;
+
+    /// <inheritdoc/>
     public override CancellationToken ConnectionClosed
     {
         get
