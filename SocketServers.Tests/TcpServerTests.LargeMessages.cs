@@ -24,6 +24,24 @@ public sealed partial class TcpServerTests
         Assert.That(server.LargeBuffers.AllocatedBytes, Is.GreaterThanOrEqualTo(16 * 1024));
     }
 
+    // Each line grows the receive through three sizes and gives the buffers back: reused, they cost nothing per line.
+    [Test]
+    [Category(TcpAllocationMeter.Category)]
+    [CancelAfter(60_000)]
+    public async Task Handler_SteadyStreamOfLinesTenTimesTheBuffer_AllocatesNoObjectPerMessage(CancellationToken cancellationToken)
+    {
+        TcpAllocationMeter.AssumeOptimizedBuild();
+        const double MaxBytesPerLine = 8;
+        await using var server = await StartAsync(new LineEchoHandler(), options => options.BufferSize = 1024, cancellationToken);
+        byte[] line = [.. ScriptedHandler.Pattern(10 * 1024), (byte)'\n'];
+
+        double bytesPerLine = await Task.Run(
+            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, line, requestsPerBatch: 1, replyLinesPerBatch: 1, MaxBytesPerLine),
+            cancellationToken);
+
+        Assert.That(bytesPerLine, Is.LessThan(MaxBytesPerLine), $"the server allocated {bytesPerLine:F2} B per line");
+    }
+
     [Test]
     [CancelAfter(10_000)]
     public async Task OnMessageTooLargeAsync_MessageLongerThanMaxMessageSize_ReplyThenEndOfStream(CancellationToken cancellationToken)
