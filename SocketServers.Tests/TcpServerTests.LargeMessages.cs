@@ -118,6 +118,8 @@ public sealed partial class TcpServerTests
     /// <summary>Echoes each line once it is whole, from the received bytes; says so when a message is too large.</summary>
     private sealed class LineEchoHandler : TcpConnectionHandler
     {
+        private static readonly byte[] s_lineEnd = "\n"u8.ToArray();
+
         /// <summary>The sizes the last connection reported.</summary>
         public (int BufferSize, int MaxMessageSize) Sizes { get; private set; }
 
@@ -127,7 +129,9 @@ public sealed partial class TcpServerTests
             int consumed = 0;
             while (data.Span[consumed..].IndexOf((byte)'\n') is var end and >= 0)
             {
-                await connection.WriteAsync(data.Slice(consumed, end + 1));
+                // The line from the received bytes, longer than the send buffer, then a line end of its own.
+                await connection.WriteAsync(data.Slice(consumed, end));
+                await connection.WriteAsync(s_lineEnd);
                 consumed += end + 1;
             }
 

@@ -54,6 +54,11 @@ internal sealed class ConnectionOutput
             return default;
         }
 
+        if (_directLength > _owner.LargeBuffers.BufferSize)
+        {
+            return SendDirectThenWriteAsync(data);
+        }
+
         MoveDirectToSendBuffer();
         byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
         if (data.Length <= buffer.Length - _sendLength)
@@ -127,7 +132,7 @@ internal sealed class ConnectionOutput
             return;
         }
 
-        // Both buffers are the server's buffer size, so the span fits the empty send buffer.
+        // The span is at most the server's buffer size (a longer one is sent first), so it fits the empty send buffer.
         byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
         _input.Buffer!.AsSpan(_directOffset, _directLength).CopyTo(buffer);
         _sendLength = _directLength;
@@ -156,6 +161,14 @@ internal sealed class ConnectionOutput
                 ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
             }
         }
+    }
+
+    /// <summary>Sends the span of a grown receive buffer, too long for the send buffer, where it lies; then writes.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendDirectThenWriteAsync(ReadOnlyMemory<byte> data)
+    {
+        ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
+        await WriteAsync(data).ConfigureAwait(false);
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
