@@ -32,12 +32,9 @@ public sealed partial class TcpServerTests
     {
         TcpAllocationMeter.AssumeOptimizedBuild();
         const double MaxBytesPerLine = 8;
-        await using var server = await StartAsync(new LineEchoHandler(), options => options.BufferSize = 1024, cancellationToken);
         byte[] line = [.. ScriptedHandler.Pattern(10 * 1024), (byte)'\n'];
 
-        double bytesPerLine = await Task.Run(
-            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, line, requestsPerBatch: 1, replyLinesPerBatch: 1, MaxBytesPerLine),
-            cancellationToken);
+        double bytesPerLine = await ServerBytesPerRequestAsync(new LineEchoHandler(), options => options.BufferSize = 1024, line, (1, 1), MaxBytesPerLine, cancellationToken);
 
         Assert.That(bytesPerLine, Is.LessThan(MaxBytesPerLine), $"the server allocated {bytesPerLine:F2} B per line");
     }

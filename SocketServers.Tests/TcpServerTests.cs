@@ -332,6 +332,16 @@ public sealed partial class TcpServerTests
         return error == SocketError.Success;
     }
 
+    /// <summary>Starts a server with <paramref name="handler"/> and measures what it allocates per request of
+    /// <paramref name="batch"/> (see <see cref="TcpAllocationMeter"/>).</summary>
+    private static async Task<double> ServerBytesPerRequestAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure, byte[] batch, (int Requests, int ReplyLines) perBatch, double goal, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(handler, configure, cancellationToken);
+        return await Task.Run(
+            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, batch, perBatch.Requests, perBatch.ReplyLines, goal),
+            cancellationToken);
+    }
+
     private static async Task<TcpServer> StartAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure = null, CancellationToken cancellationToken = default, ILogger? logger = null)
     {
         var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };

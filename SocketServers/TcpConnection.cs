@@ -43,6 +43,19 @@ public abstract class TcpConnection
     /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
     public abstract ValueTask WriteAsync(ReadOnlyMemory<byte> data);
 
+    /// <summary>Sends what has been written and not sent yet, then <paramref name="data"/>, memory the handler owns (a
+    /// stored value), without copying it, whatever its length: a small header written before it and the data leave
+    /// in one send where the transport can gather them (plaintext; TLS writes them in order).</summary>
+    /// <param name="data">The bytes; the caller must not change them until the task has completed. Memory not backed
+    /// by an array is copied, as <see cref="WriteAsync"/> copies.</param>
+    /// <returns>A task that completes when the kernel has taken every byte, and the memory may be reused; it waits
+    /// while the kernel's send buffer is full, the same backpressure as <see cref="WriteAsync"/>.</returns>
+    /// <remarks>Each call sends at once: replies to pipelined requests that <see cref="WriteAsync"/> would buffer into
+    /// one send go out in one send each, so for small data the copy of <see cref="WriteAsync"/> is cheaper.</remarks>
+    /// <exception cref="ObjectDisposedException">The connection has closed.</exception>
+    /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
+    public abstract ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data);
+
     /// <summary>Sends what has been written and not sent yet.</summary>
     /// <returns>A task that completes when the kernel has taken every byte.</returns>
     /// <exception cref="ObjectDisposedException">The connection has closed.</exception>

@@ -71,6 +71,18 @@ internal sealed class ConnectionOutput
         return WriteSlowAsync(data);
     }
 
+    /// <summary>Sends what is buffered and then <paramref name="data"/>, without copying it, in one send where the
+    /// transport gathers; memory not backed by an array is copied as <see cref="WriteAsync"/> does.</summary>
+    public ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data)
+    {
+        if (data.IsEmpty)
+        {
+            return default;
+        }
+
+        return MemoryMarshal.TryGetArray(data, out ArraySegment<byte> body) ? SendWithBufferedAsync(body) : WriteAsync(data);
+    }
+
     /// <summary>Sends what was written; throws if the send fails.</summary>
     public ValueTask FlushAsync() => _sendLength == 0 && _directLength == 0 ? default : FlushOrThrowAsync();
 
@@ -198,6 +210,37 @@ internal sealed class ConnectionOutput
         int length = _sendLength;
         _sendLength = 0;
         return length == 0 ? new(SocketError.Success) : SendAllAsync(_send!.Object, 0, length);
+    }
+
+    /// <summary>Sends what is buffered (the span of the receive buffer or the send buffer's bytes) and then
+    /// <paramref name="body"/>, gathered, completing partial sends; throws if a send fails.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendWithBufferedAsync(ArraySegment<byte> body)
+    {
+        bool direct = _directLength != 0;
+        byte[]? head = direct ? _input.Buffer : _send?.Object;
+        int headOffset = direct ? _directOffset : 0;
+        int headCount = direct ? _directLength : _sendLength;
+        _directLength = 0;
+        _sendLength = 0;
+        _activity.BeginSend();
+        try
+        {
+            while (headCount + body.Count > 0)
+            {
+                var (bytes, error) = await _transport.SendAsync(head, headOffset, headCount, body[..Math.Min(body.Count, MaxSendChunk)]).ConfigureAwait(false);
+                ThrowIfFailed(error);
+                _owner.Count.BytesSent(bytes);
+                _activity.Moved(bytes);
+                int fromHead = Math.Min(bytes, headCount);
+                (headOffset, headCount) = (headOffset + fromHead, headCount - fromHead);
+                body = body[(bytes - fromHead)..];
+            }
+        }
+        finally
+        {
+            _activity.EndSend();
+        }
     }
 
     /// <summary>Sends <paramref name="count"/> bytes of <paramref name="buffer"/> from <paramref name="offset"/>, completing

@@ -190,6 +190,13 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     }
 
     /// <inheritdoc/>
+    public override ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data)
+    {
+        ObjectDisposedException.ThrowIf(_closed, this);
+        return Output.WriteOwnedAsync(data);
+    }
+
+    /// <inheritdoc/>
     public override ValueTask FlushAsync()
     {
         ObjectDisposedException.ThrowIf(_closed, this);
