@@ -87,6 +87,9 @@ internal sealed class HostCommandLine
             WholeNumber("--buffer-size", 1, TcpEchoServerOptions.MaxBufferSize, 8192, "N", "TCP buffer per connection and largest UDP datagram, in bytes"),
             value => [(Tcp + "BufferSize", Text(value)), (Udp + "MaxDatagramSize", Text(Math.Min(value, UdpEchoServerOptions.MaxDatagramSizeLimit)))]),
         Row(
+            WholeNumber("--max-message-size", 1, TcpEchoServerOptions.MaxMessageSizeLimit, 1024 * 1024, "BYTES", "Longest TCP message; the receive grows past --buffer-size up to it"),
+            value => [(Tcp + "MaxMessageSize", Text(value))]),
+        Row(
             IdleTimeoutOption(),
             seconds => [(Tcp + "IdleTimeout", (seconds == 0 ? Timeout.InfiniteTimeSpan : TimeSpan.FromSeconds(seconds)).ToString("c", CultureInfo.InvariantCulture))]),
         Row(

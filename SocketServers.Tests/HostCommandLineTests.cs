@@ -44,7 +44,7 @@ public sealed class HostCommandLineTests
     public void Parse_EveryOption_SetsItsValue()
     {
         (HostSettings host, TcpEchoServerOptions tcp, UdpEchoServerOptions udp) = Settings(
-            "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--idle-timeout", "2.5",
+            "tcp", "--address", "::1", "--port", "0", "--max-connections", "5", "--buffer-size=100000", "--max-message-size", "200000", "--idle-timeout", "2.5",
             "--udp-processing", "block", "--udp-receives", "3", "--udp-allow-privileged-ports", "--udp-max-replies-per-endpoint", "200", "--udp-receive-buffer", "65536",
             "--min-data-rate", "0", "--max-connections-per-address=4", "--when-full", "reject", "--stats", "7", "--reuse-port", "--maxmemory", "3000000000");
 
@@ -53,6 +53,7 @@ public sealed class HostCommandLineTests
         Assert.That((tcp.Address, udp.Address), Is.EqualTo((IPAddress.IPv6Loopback, IPAddress.IPv6Loopback)));
         Assert.That((tcp.Port, udp.Port), Is.EqualTo((0, 0)));
         Assert.That((tcp.MaxConnections, tcp.BufferSize, tcp.IdleTimeout), Is.EqualTo((5, 100_000, TimeSpan.FromSeconds(2.5))));
+        Assert.That(tcp.MaxMessageSize, Is.EqualTo(200_000));
         Assert.That((tcp.MinDataRate, tcp.MaxConnectionsPerAddress, tcp.RejectWhenFull), Is.EqualTo((0, 4, true)));
         Assert.That((udp.Processing, udp.ConcurrentReceives, udp.AllowPrivilegedSourcePorts), Is.EqualTo((UdpProcessing.ReplyBlock, 3, true)));
         Assert.That((udp.MaxRepliesPerEndpointPerSecond, udp.ReceiveBufferSize), Is.EqualTo((200, 65536)));

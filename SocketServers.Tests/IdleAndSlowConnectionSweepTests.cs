@@ -169,11 +169,17 @@ public sealed class IdleAndSlowConnectionSweepTests
 
         public Pool<byte[]> SendBuffers => throw new NotSupportedException("the loop never runs");
 
+        public LargeMessageBuffers LargeBuffers => throw new NotSupportedException("the loop never runs");
+
         public MillisecondClock Clock { get; } = new(time);
 
         public LogRateLimiter ConnectionWarnings { get; } = new();
 
         public void OnHandlerFailed(Exception exception)
+        {
+        }
+
+        public void OnMessageTooLarge(string reason)
         {
         }
 

@@ -74,7 +74,7 @@ public sealed partial class TcpServerTests
 
         string rest = await client.ReadToEndAsync(cancellationToken);
 
-        // The drop is counted after the open count falls (see Handler_MessageLongerThanBuffer_ConnectionCloses).
+        // The drop is counted after the open count falls (see Handler_MessageLongerThanMaxMessageSize_ConnectionCloses).
         await Poll.UntilAsync(() => server.Counters is { CurrentConnections: 0, Drops: 1 }, cancellationToken);
         Assert.That(rest, Is.Empty);
     }
@@ -164,12 +164,9 @@ public sealed partial class TcpServerTests
         TcpAllocationMeter.AssumeOptimizedBuild();
         const double MaxBytesPerLine = 8;
         const int Lines = 8;
-        await using var server = await StartAsync(new UppercaseHandler(), cancellationToken: cancellationToken);
         byte[] batch = Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat("steady\n", Lines)));
 
-        double bytesPerLine = await Task.Run(
-            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, batch, Lines, replyLinesPerBatch: Lines, MaxBytesPerLine),
-            cancellationToken);
+        double bytesPerLine = await ServerBytesPerRequestAsync(new UppercaseHandler(), null, batch, (Lines, Lines), MaxBytesPerLine, cancellationToken);
 
         Assert.That(bytesPerLine, Is.LessThan(MaxBytesPerLine), $"the server allocated {bytesPerLine:F2} B per line");
     }

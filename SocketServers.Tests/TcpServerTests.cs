@@ -205,9 +205,9 @@ public sealed partial class TcpServerTests
 
     [Test]
     [CancelAfter(10_000)]
-    public async Task Handler_MessageLongerThanBuffer_ConnectionCloses(CancellationToken cancellationToken)
+    public async Task Handler_MessageLongerThanMaxMessageSize_ConnectionCloses(CancellationToken cancellationToken)
     {
-        await using var server = await StartAsync(new ScriptedHandler(), options => options.BufferSize = 64, cancellationToken);
+        await using var server = await StartAsync(new ScriptedHandler(), options => (options.BufferSize, options.MaxMessageSize) = (64, 64), cancellationToken);
         using LineClient client = await LineClient.ConnectAsync(server.LocalEndPoint!, cancellationToken);
 
         await client.SendAsync(new string('a', 100), cancellationToken);
@@ -330,6 +330,16 @@ public sealed partial class TcpServerTests
         sent += socket.Send(data, 0, data.Length, SocketFlags.None, out SocketError error);
         Assert.That(error, Is.EqualTo(SocketError.Success).Or.EqualTo(SocketError.WouldBlock));
         return error == SocketError.Success;
+    }
+
+    /// <summary>Starts a server with <paramref name="handler"/> and measures what it allocates per request of
+    /// <paramref name="batch"/> (see <see cref="TcpAllocationMeter"/>).</summary>
+    private static async Task<double> ServerBytesPerRequestAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure, byte[] batch, (int Requests, int ReplyLines) perBatch, double goal, CancellationToken cancellationToken)
+    {
+        await using var server = await StartAsync(handler, configure, cancellationToken);
+        return await Task.Run(
+            () => TcpAllocationMeter.ServerBytesPerRequest(server.LocalEndPoint!, batch, perBatch.Requests, perBatch.ReplyLines, goal),
+            cancellationToken);
     }
 
     private static async Task<TcpServer> StartAsync(TcpConnectionHandler handler, Action<TcpServerOptions>? configure = null, CancellationToken cancellationToken = default, ILogger? logger = null)

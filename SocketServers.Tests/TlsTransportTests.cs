@@ -37,6 +37,18 @@ public sealed class TlsTransportTests
         Assert.That(test.Owner.Count.Snapshot(null).Drops, Is.Zero, "the client's close_notify and end of stream close it gracefully");
     }
 
+    // SslStream has no gather: the buffered head is written, then the owned body, in order.
+    [Test]
+    [CancelAfter(20_000)]
+    public async Task WriteOwnedAsync_AfterABufferedHead_BothArriveInOrder(CancellationToken cancellationToken)
+    {
+        await using var test = await TlsConnection.StartAsync(SslProtocols.None, cancellationToken);
+
+        string reply = await test.ExchangeAsync("owned\n", 6 + ScriptHandler.OwnedBody.Length, cancellationToken);
+
+        Assert.That(reply, Is.EqualTo("owned:" + Encoding.ASCII.GetString(ScriptHandler.OwnedBody)));
+    }
+
     [Test]
     [CancelAfter(20_000)]
     public async Task Connection_IdleAfterAReply_HoldsNoPooledBufferAndServesTheNextLine(CancellationToken cancellationToken)
@@ -266,6 +278,8 @@ public sealed class TlsTransportTests
 
         public Pool<byte[]> SendBuffers => _sendBuffers;
 
+        public LargeMessageBuffers LargeBuffers { get; } = new(BufferSize, BufferSize, budget: 0);
+
         public MillisecondClock Clock => MillisecondClock.System;
 
         public LogRateLimiter ConnectionWarnings { get; } = new();
@@ -278,6 +292,10 @@ public sealed class TlsTransportTests
 
         public void OnHandlerFailed(Exception exception) => Closed.TrySetException(exception);
 
+        public void OnMessageTooLarge(string reason)
+        {
+        }
+
         public void OnConnectionClosed(SocketConnection connection, TimeSpan duration) => Closed.TrySetResult();
     }
 
@@ -287,6 +305,9 @@ public sealed class TlsTransportTests
         public const int BigReplyLength = 32 << 20;
 
         private static readonly byte[] s_chunk = Enumerable.Repeat((byte)'x', 64 * 1024).ToArray();
+
+        /// <summary>What "owned" sends with <see cref="TcpConnection.WriteOwnedAsync"/>, after "owned:".</summary>
+        public static byte[] OwnedBody { get; } = [.. Enumerable.Range(0, 3 * BufferSize).Select(i => (byte)('a' + (i % 26)))];
 
         public TaskCompletionSource BigReplySent { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
@@ -304,6 +325,11 @@ public sealed class TlsTransportTests
                     }
 
                     BigReplySent.TrySetResult();
+                }
+                else if (line.Span.SequenceEqual("owned\n"u8))
+                {
+                    await connection.WriteAsync("owned:"u8.ToArray());
+                    await connection.WriteOwnedAsync(OwnedBody);
                 }
                 else if (line.Span.SequenceEqual("close\n"u8))
                 {

@@ -20,6 +20,15 @@ public abstract class TcpConnection
     /// <summary>Gets the client's address and port, or <see langword="null"/> if the socket could not say.</summary>
     public abstract EndPoint? RemoteEndPoint { get; }
 
+    /// <summary>Gets the size of the connection's receive buffer, <see cref="TcpServerOptions.BufferSize"/>: the most bytes
+    /// one receive reads before they are handled, and the size beyond which a message needs a grown buffer.</summary>
+    public abstract int BufferSize { get; }
+
+    /// <summary>Gets the longest message the connection can receive, <see cref="TcpServerOptions.MaxMessageSize"/>: a
+    /// message of which nothing is consumed while it fills a buffer this large ends at
+    /// <see cref="TcpConnectionHandler.OnMessageTooLargeAsync"/>.</summary>
+    public abstract int MaxMessageSize { get; }
+
     /// <summary>Gets or sets what the handler keeps for this connection (a parser's state, a session); <see langword="null"/>
     /// at first. The server never reads it.</summary>
     public object? State { get; set; }
@@ -33,6 +42,19 @@ public abstract class TcpConnection
     /// <exception cref="ObjectDisposedException">The connection has closed.</exception>
     /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
     public abstract ValueTask WriteAsync(ReadOnlyMemory<byte> data);
+
+    /// <summary>Sends what has been written and not sent yet, then <paramref name="data"/>, memory the handler owns (a
+    /// stored value), without copying it, whatever its length: a small header written before it and the data leave
+    /// in one send where the transport can gather them (plaintext; TLS writes them in order).</summary>
+    /// <param name="data">The bytes; the caller must not change them until the task has completed. Memory not backed
+    /// by an array is copied, as <see cref="WriteAsync"/> copies.</param>
+    /// <returns>A task that completes when the kernel has taken every byte, and the memory may be reused; it waits
+    /// while the kernel's send buffer is full, the same backpressure as <see cref="WriteAsync"/>.</returns>
+    /// <remarks>Each call sends at once: replies to pipelined requests that <see cref="WriteAsync"/> would buffer into
+    /// one send go out in one send each, so for small data the copy of <see cref="WriteAsync"/> is cheaper.</remarks>
+    /// <exception cref="ObjectDisposedException">The connection has closed.</exception>
+    /// <exception cref="IOException">The connection failed or was reset while sending; it then closes.</exception>
+    public abstract ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data);
 
     /// <summary>Sends what has been written and not sent yet.</summary>
     /// <returns>A task that completes when the kernel has taken every byte.</returns>

@@ -23,8 +23,9 @@ public abstract class TcpConnectionHandler
     /// <param name="data">The bytes received and not yet consumed, oldest first: what an earlier call left, then what
     /// came since. Valid until the returned task completes.</param>
     /// <returns>How many bytes from the start of <paramref name="data"/> it consumed, 0 to its length. The rest is
-    /// handed over again, with what comes next, at the following call; a message must fit in
-    /// <see cref="TcpServerOptions.BufferSize"/>, or the connection closes.</returns>
+    /// handed over again, with what comes next, at the following call. When it consumes nothing of a full buffer, the
+    /// buffer grows, doubling, up to <see cref="TcpConnection.MaxMessageSize"/>; a message that outgrows that, or that
+    /// finds the server's budget for grown buffers spent, ends at <see cref="OnMessageTooLargeAsync"/>.</returns>
     public abstract ValueTask<int> OnReceivedAsync(TcpConnection connection, ReadOnlyMemory<byte> data);
 
     /// <summary>Called when input ends with bytes no call consumed, a message the client began and did not finish: the
@@ -33,6 +34,15 @@ public abstract class TcpConnectionHandler
     /// <param name="unconsumed">The bytes left over; valid until the returned task completes.</param>
     /// <returns>A task that completes when it is done.</returns>
     public virtual ValueTask OnInputEndedAsync(TcpConnection connection, ReadOnlyMemory<byte> unconsumed) => default;
+
+    /// <summary>Called when a message cannot be received whole: nothing was consumed of a full buffer that can grow no
+    /// more, as it holds <see cref="TcpConnection.MaxMessageSize"/> bytes or the server's budget for grown buffers is
+    /// spent. What it writes (an error reply) is sent; then the connection closes as after <see cref="TcpConnection.Close"/>,
+    /// and the message, and whatever the client sends after it, is dropped. It never waits for room.</summary>
+    /// <param name="connection">The connection.</param>
+    /// <param name="pending">The bytes of the message received so far; valid until the returned task completes.</param>
+    /// <returns>A task that completes when it is done. The default writes nothing.</returns>
+    public virtual ValueTask OnMessageTooLargeAsync(TcpConnection connection, ReadOnlyMemory<byte> pending) => default;
 
     /// <summary>Called once, last, when the connection has closed: release what its <see cref="TcpConnection.State"/>
     /// holds. It must not throw or block.</summary>

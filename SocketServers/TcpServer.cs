@@ -37,6 +37,9 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionP
     private readonly bool _rejectWhenFull;
     private readonly TcpConnectionHandler _handler;
 
+    // What a receive grows into for a message longer than the buffer, within the server's budget.
+    private readonly LargeMessageBuffers _largeBuffers;
+
     // The kind in the pools' names: tcp-echo for the echo server (tcp-echo-args@127.0.0.1:7007).
     private readonly string _poolKind;
 
@@ -107,6 +110,12 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionP
         _handler = handler;
         _poolKind = poolKind;
         _bufferSize = options.BufferSize;
+        if (options.MaxMessageSize < options.BufferSize)
+        {
+            throw new ArgumentOutOfRangeException(nameof(options), options.MaxMessageSize, $"{nameof(TcpServerOptions.MaxMessageSize)} ({options.MaxMessageSize}) is less than {nameof(TcpServerOptions.BufferSize)} ({options.BufferSize}).");
+        }
+
+        _largeBuffers = new LargeMessageBuffers(options.BufferSize, options.MaxMessageSize, LargeMessageBuffers.BudgetFor(options.BufferSize, options.MaxMessageSize, options.MaxConnections));
         _endPoint = options.EndPoint;
         _idleTimeout = options.IdleTimeout;
         _listenBacklog = options.ListenBacklog;
@@ -217,6 +226,9 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionP
     /// <summary>Gets how many receive and send buffers connections hold right now; for tests that check idle connections hold none.</summary>
     internal int BuffersInUse => InUse(_buffers) + InUse(_sendBuffers);
 
+    /// <summary>Gets what a receive grows into for a message longer than the buffer; for tests of its budget.</summary>
+    internal LargeMessageBuffers LargeBuffers => _largeBuffers;
+
     private protected override async Task CloseAsync(bool handlerCallsLeft)
     {
         await _sweepStop.CancelAsync().ConfigureAwait(false);
@@ -239,9 +251,13 @@ public partial class TcpServer : SocketServer, ITcpConnectionOwner, IConnectionP
 
     Pool<byte[]> ITcpConnectionOwner.SendBuffers => _sendBuffers!;
 
+    LargeMessageBuffers ITcpConnectionOwner.LargeBuffers => _largeBuffers;
+
     LogRateLimiter ITcpConnectionOwner.ConnectionWarnings => _connectionWarnings;
 
     void ITcpConnectionOwner.OnHandlerFailed(Exception exception) => SocketServerMetrics.Error(this, "handler", SocketServerMetrics.ErrorType(exception));
+
+    void ITcpConnectionOwner.OnMessageTooLarge(string reason) => SocketServerMetrics.MessageTooLarge(this, reason);
 
     void ITcpConnectionOwner.OnConnectionClosed(SocketConnection connection, TimeSpan duration)
     {

@@ -6,7 +6,8 @@ namespace SocketServers;
 /// <summary>Settings of a <see cref="TcpServer"/>; the defaults are safe for a public default install.</summary>
 /// <remarks>Memory is bounded by <see cref="MaxConnections"/> × 2 × <see cref="BufferSize"/>: one pooled args
 /// per connection, a receive buffer while it has input to handle (or part of a message), and a send buffer while it has
-/// output to send. Every setter checks its value. Not thread-safe.</remarks>
+/// output to send; plus the budget for messages longer than the buffer (see <see cref="MaxMessageSize"/>). Every setter
+/// checks its value. Not thread-safe.</remarks>
 [SuppressMessage("ApiDesign", "RS0022", Justification = "SocketServerOptions has no protected members for a subclass to reach.")]
 public class TcpServerOptions : SocketServerOptions
 {
@@ -16,11 +17,15 @@ public class TcpServerOptions : SocketServerOptions
     /// <summary>The largest accepted <see cref="BufferSize"/>: 1 MiB.</summary>
     public const int MaxBufferSize = 1024 * 1024;
 
+    /// <summary>The largest accepted <see cref="MaxMessageSize"/>: 1 GiB.</summary>
+    public const int MaxMessageSizeLimit = 1 << 30;
+
     /// <summary>The longest accepted <see cref="IdleTimeout"/>: one day.</summary>
     public static readonly TimeSpan MaxIdleTimeout = TimeSpan.FromDays(1);
 
     private int _maxConnections = 1000;
     private int _bufferSize = 8192;
+    private int _maxMessageSize = 1024 * 1024;
     private TimeSpan _idleTimeout = TimeSpan.FromSeconds(60);
     private int _listenBacklog = 512;
     private int _minDataRate = 1024;
@@ -38,12 +43,26 @@ public class TcpServerOptions : SocketServerOptions
     }
 
     /// <summary>The size of a connection's receive buffer and of its send buffer in bytes, 1 to <see cref="MaxBufferSize"/>;
-    /// 8192 by default. A receive reads at most this much before it is handled, and a message must fit in it.</summary>
+    /// 8192 by default. A receive reads at most this much before it is handled; a longer message grows the buffer up to <see cref="MaxMessageSize"/>.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The value is out of range.</exception>
     public int BufferSize
     {
         get => _bufferSize;
         set => _bufferSize = CheckRange(value, 1, MaxBufferSize);
+    }
+
+    /// <summary>The longest message a connection can receive, in bytes, from <see cref="BufferSize"/> to
+    /// <see cref="MaxMessageSizeLimit"/>; 1 MiB by default. A message longer than <see cref="BufferSize"/> (of which the
+    /// handler consumes nothing while it fills the buffer) moves into a buffer twice as large, and so on up to this;
+    /// grown buffers come from one budget per server, the larger of 2 × this and <see cref="MaxConnections"/> ×
+    /// <see cref="BufferSize"/>, and go back as soon as what is pending fits <see cref="BufferSize"/> again. A message
+    /// longer than this, or one that finds the budget spent, ends at <see cref="TcpConnectionHandler.OnMessageTooLargeAsync"/>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The value is out of range; the server's constructor also refuses
+    /// one less than <see cref="BufferSize"/>.</exception>
+    public int MaxMessageSize
+    {
+        get => _maxMessageSize;
+        set => _maxMessageSize = CheckRange(value, 1, MaxMessageSizeLimit);
     }
 
     /// <summary>How long a connection may go without receiving or sending anything, while no handler's call is at work

@@ -24,10 +24,8 @@ internal sealed class ConnectionInput
     private readonly CloseHandshake _handshake;
     private readonly ConnectionActivity _activity;
 
-    // The loop's alone. The receive buffer, held while data is there and while part of a message waits for the rest;
-    // _pending bytes at its start are received and not consumed.
-    private PoolSlot<byte[]>? _receive;
-    private int _pending;
+    // The loop's alone. The receive buffer, held while data is there and while part of a message waits for the rest.
+    private readonly ReceiveBuffer _receive;
 
     // The linger's deadline on the owner's clock, long.MaxValue until the stream ends after the handler's close (set
     // once, by whichever side ends it); the sweep ends the linger once it has passed, so a close costs no timer.
@@ -49,13 +47,14 @@ internal sealed class ConnectionInput
         _transport = transport;
         _handshake = handshake;
         _activity = activity;
+        _receive = new ReceiveBuffer(owner);
     }
 
     /// <summary>Gets the connection, as the handler sees it.</summary>
     public SocketConnection Connection => _connection;
 
     /// <summary>Gets the receive buffer while the loop holds one.</summary>
-    public byte[]? Buffer => _receive?.Object;
+    public byte[]? Buffer => _receive.Array;
 
     /// <summary>Gets whether the linger's end has reset the connection (or a cut-off has ended the linger).</summary>
     public bool LingerEnded => Volatile.Read(ref _lingerEnded) == 1;
@@ -68,7 +67,7 @@ internal sealed class ConnectionInput
     {
         while (true)
         {
-            bool partial = _pending > 0;
+            bool partial = _receive.Pending > 0;
             SocketError waited;
             if (partial)
             {
@@ -121,11 +120,7 @@ internal sealed class ConnectionInput
     public void ReleaseBuffer()
     {
         Debug.Assert(!Output.HoldsReceivedBytes || _connection.IsClosed, "a reply in the receive buffer is sent before the buffer goes back");
-        if (_receive is { } receive)
-        {
-            _receive = null;
-            _owner.Buffers.Release(receive);
-        }
+        _receive.Release();
     }
 
     /// <summary>Begins the linger after the handler's close has ended the stream, unless it has begun.</summary>
@@ -158,12 +153,12 @@ internal sealed class ConnectionInput
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<(bool Open, SocketError Error)> HandleWhileDataAsync()
     {
-        // Never waits: a connection holds at most one receive buffer, and there are as many as connections.
-        byte[] buffer = (_receive ??= _owner.Buffers.TakeSlot()).Object;
         while (!_handshake.IsEndRequested)
         {
-            int room = buffer.Length - _pending;
-            var (received, error) = await _transport.ReceiveAsync(buffer, _pending, room).ConfigureAwait(false);
+            // A grown buffer while a message outgrows the normal one.
+            byte[] buffer = _receive.Take();
+            int room = buffer.Length - _receive.Pending;
+            var (received, error) = await _transport.ReceiveAsync(buffer, _receive.Pending, room).ConfigureAwait(false);
             if (error != SocketError.Success)
             {
                 return (error == SocketError.WouldBlock, error == SocketError.WouldBlock ? SocketError.Success : error);
@@ -171,7 +166,7 @@ internal sealed class ConnectionInput
 
             if (received == 0)
             {
-                return (false, await EndOfInputAsync(buffer).ConfigureAwait(false));
+                return (false, await EndOfInputAsync().ConfigureAwait(false));
             }
 
             _activity.Moved(received);
@@ -192,11 +187,12 @@ internal sealed class ConnectionInput
     }
 
     /// <summary>Hands the handler what it has not consumed, <paramref name="received"/> bytes of them new, sends its
-    /// replies, and keeps the rest at the buffer's start.</summary>
+    /// replies, and keeps the rest at the buffer's start; a full buffer of which nothing was consumed grows, or, when it
+    /// cannot, ends as a message too large.</summary>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<SocketError> HandleAsync(byte[] buffer, int received)
     {
-        int available = _pending + received;
+        int available = _receive.Pending + received;
         _activity.BeginHandlerCall();
         int consumed = await _handler.OnReceivedAsync(_connection, buffer.AsMemory(0, available)).ConfigureAwait(false);
         _activity.EndHandlerCall();
@@ -205,7 +201,8 @@ internal sealed class ConnectionInput
             throw new InvalidOperationException($"{_handler.GetType().Name}.OnReceivedAsync returned {consumed}, not a count from 0 to the {available} bytes it was given.");
         }
 
-        _pending = available - consumed;
+        int pending = available - consumed;
+        _receive.Pending = pending;
         _owner.Count.MessageHandled();
         _owner.Logger.ConnectionReceiveHandled(_connection.Id, received);
         SocketError error = await Output.FlushAndReleaseAsync().ConfigureAwait(false);
@@ -215,27 +212,49 @@ internal sealed class ConnectionInput
         }
 
         // Only now that the replies are sent: they may lie in the bytes this moves.
-        if (_pending > 0 && consumed > 0)
+        if (pending > 0 && consumed > 0)
         {
-            buffer.AsSpan(consumed, _pending).CopyTo(buffer);
+            buffer.AsSpan(consumed, pending).CopyTo(buffer);
         }
 
-        // A message longer than the buffer can never be handled.
-        return _pending == buffer.Length ? SocketError.MessageSize : SocketError.Success;
+        if (pending < buffer.Length)
+        {
+            _receive.ShrinkIfFits();
+            return SocketError.Success;
+        }
+
+        return _receive.TryGrow() ? SocketError.Success : await MessageTooLargeAsync().ConfigureAwait(false);
+    }
+
+    /// <summary>A message longer than the largest buffer, or than the budget leaves room for: the handler may reply,
+    /// then the connection closes as on its <see cref="SocketConnection.Close"/>, dropping the message.</summary>
+    private async ValueTask<SocketError> MessageTooLargeAsync()
+    {
+        _owner.OnMessageTooLarge(_receive.AtMaxMessageSize ? "max_message_size" : "memory_budget");
+        _activity.BeginHandlerCall();
+        await _handler.OnMessageTooLargeAsync(_connection, _receive.PendingBytes).ConfigureAwait(false);
+        _activity.EndHandlerCall();
+
+        // Sent before the buffer goes back: the replies may lie in it.
+        SocketError error = await Output.FlushAndReleaseAsync().ConfigureAwait(false);
+        _receive.Release();
+        _connection.Close();
+        return error;
     }
 
     /// <summary>The client's end of stream: the handler has its last word about a message it left unfinished.</summary>
-    private async Task<SocketError> EndOfInputAsync(byte[] buffer)
+    private async Task<SocketError> EndOfInputAsync()
     {
-        if (_pending > 0)
+        if (_receive.Pending > 0)
         {
             _activity.BeginHandlerCall();
-            await _handler.OnInputEndedAsync(_connection, buffer.AsMemory(0, _pending)).ConfigureAwait(false);
+            await _handler.OnInputEndedAsync(_connection, _receive.PendingBytes).ConfigureAwait(false);
             _activity.EndHandlerCall();
-            _pending = 0;
         }
 
-        return await Output.FlushAndReleaseAsync().ConfigureAwait(false);
+        SocketError error = await Output.FlushAndReleaseAsync().ConfigureAwait(false);
+        _receive.Pending = 0;
+        return error;
     }
 
     /// <summary>Ends the stream with part of a message held: on a stop the handler has its last word about it first.</summary>
@@ -244,13 +263,12 @@ internal sealed class ConnectionInput
         if (_handshake.Request == CloseRequest.Stop)
         {
             _activity.BeginHandlerCall();
-            await _handler.OnInputEndedAsync(_connection, _receive!.Object.AsMemory(0, _pending)).ConfigureAwait(false);
+            await _handler.OnInputEndedAsync(_connection, _receive.PendingBytes).ConfigureAwait(false);
             _activity.EndHandlerCall();
         }
 
         // Sent before the receive buffer goes back: the replies may lie in it.
         SocketError error = await Output.FlushAndReleaseAsync().ConfigureAwait(false);
-        _pending = 0;
         ReleaseBuffer();
         _handshake.MarkEnded();
         if (error != SocketError.Success)

@@ -54,6 +54,11 @@ internal sealed class ConnectionOutput
             return default;
         }
 
+        if (_directLength > _owner.LargeBuffers.BufferSize)
+        {
+            return SendDirectThenWriteAsync(data);
+        }
+
         MoveDirectToSendBuffer();
         byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
         if (data.Length <= buffer.Length - _sendLength)
@@ -64,6 +69,18 @@ internal sealed class ConnectionOutput
         }
 
         return WriteSlowAsync(data);
+    }
+
+    /// <summary>Sends what is buffered and then <paramref name="data"/>, without copying it, in one send where the
+    /// transport gathers; memory not backed by an array is copied as <see cref="WriteAsync"/> does.</summary>
+    public ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data)
+    {
+        if (data.IsEmpty)
+        {
+            return default;
+        }
+
+        return MemoryMarshal.TryGetArray(data, out ArraySegment<byte> body) ? SendWithBufferedAsync(body) : WriteAsync(data);
     }
 
     /// <summary>Sends what was written; throws if the send fails.</summary>
@@ -127,7 +144,7 @@ internal sealed class ConnectionOutput
             return;
         }
 
-        // Both buffers are the server's buffer size, so the span fits the empty send buffer.
+        // The span is at most the server's buffer size (a longer one is sent first), so it fits the empty send buffer.
         byte[] buffer = (_send ??= _owner.SendBuffers.TakeSlot()).Object;
         _input.Buffer!.AsSpan(_directOffset, _directLength).CopyTo(buffer);
         _sendLength = _directLength;
@@ -158,6 +175,14 @@ internal sealed class ConnectionOutput
         }
     }
 
+    /// <summary>Sends the span of a grown receive buffer, too long for the send buffer, where it lies; then writes.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendDirectThenWriteAsync(ReadOnlyMemory<byte> data)
+    {
+        ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
+        await WriteAsync(data).ConfigureAwait(false);
+    }
+
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask FlushOrThrowAsync() => ThrowIfFailed(await SendBufferedAsync().ConfigureAwait(false));
 
@@ -185,6 +210,37 @@ internal sealed class ConnectionOutput
         int length = _sendLength;
         _sendLength = 0;
         return length == 0 ? new(SocketError.Success) : SendAllAsync(_send!.Object, 0, length);
+    }
+
+    /// <summary>Sends what is buffered (the span of the receive buffer or the send buffer's bytes) and then
+    /// <paramref name="body"/>, gathered, completing partial sends; throws if a send fails.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendWithBufferedAsync(ArraySegment<byte> body)
+    {
+        bool direct = _directLength != 0;
+        byte[]? head = direct ? _input.Buffer : _send?.Object;
+        int headOffset = direct ? _directOffset : 0;
+        int headCount = direct ? _directLength : _sendLength;
+        _directLength = 0;
+        _sendLength = 0;
+        _activity.BeginSend();
+        try
+        {
+            while (headCount + body.Count > 0)
+            {
+                var (bytes, error) = await _transport.SendAsync(head, headOffset, headCount, body[..Math.Min(body.Count, MaxSendChunk)]).ConfigureAwait(false);
+                ThrowIfFailed(error);
+                _owner.Count.BytesSent(bytes);
+                _activity.Moved(bytes);
+                int fromHead = Math.Min(bytes, headCount);
+                (headOffset, headCount) = (headOffset + fromHead, headCount - fromHead);
+                body = body[(bytes - fromHead)..];
+            }
+        }
+        finally
+        {
+            _activity.EndSend();
+        }
     }
 
     /// <summary>Sends <paramref name="count"/> bytes of <paramref name="buffer"/> from <paramref name="offset"/>, completing

@@ -45,6 +45,12 @@ internal abstract class ConnectionTransport
     /// <returns>The bytes the transport took, and the error.</returns>
     public abstract ValueTask<(int Bytes, SocketError Error)> SendAsync(byte[] buffer, int offset, int count);
 
+    /// <summary>Sends up to <paramref name="headCount"/> bytes of <paramref name="head"/> and then of <paramref name="body"/>
+    /// in one send where the transport can gather them; the caller sends the rest.</summary>
+    /// <returns>The bytes the transport took, head first, and the error.</returns>
+    public virtual ValueTask<(int Bytes, SocketError Error)> SendAsync(byte[]? head, int headOffset, int headCount, ArraySegment<byte> body)
+        => headCount > 0 ? SendAsync(head!, headOffset, headCount) : SendAsync(body.Array!, body.Offset, body.Count);
+
     /// <summary>Ends the stream after what was sent (for TLS, with close_notify); <paramref name="how"/> says whether the
     /// receive side is shut too.</summary>
     public abstract void EndStream(SocketShutdown how);

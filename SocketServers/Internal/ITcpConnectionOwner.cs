@@ -18,6 +18,9 @@ internal interface ITcpConnectionOwner
     /// <summary>Gets the receive buffers, one lent to a connection while it has input; the take never waits.</summary>
     Pool<byte[]> Buffers { get; }
 
+    /// <summary>Gets the buffers a receive grows into while a message outgrows its buffer, within a budget.</summary>
+    LargeMessageBuffers LargeBuffers { get; }
+
     /// <summary>Gets the send buffers, one lent to a connection while it has output; the take never waits.</summary>
     Pool<byte[]> SendBuffers { get; }
 
@@ -30,6 +33,10 @@ internal interface ITcpConnectionOwner
     /// <summary>Counts an exception out of the handler's calls (or the connection's own loop), which closes the connection.</summary>
     /// <param name="exception">What was thrown.</param>
     void OnHandlerFailed(Exception exception);
+
+    /// <summary>Counts a message that could not be received whole, which closes the connection.</summary>
+    /// <param name="reason"><c>max_message_size</c> or <c>memory_budget</c>.</param>
+    void OnMessageTooLarge(string reason);
 
     /// <summary>Called once, when the connection has closed its socket and is done with its args: the server forgets it
     /// and takes the args back.</summary>

@@ -65,6 +65,12 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     public override EndPoint? RemoteEndPoint => _transport.RemoteEndPoint;
 
     /// <inheritdoc/>
+    public override int BufferSize => _owner.LargeBuffers.BufferSize;
+
+    /// <inheritdoc/>
+    public override int MaxMessageSize => _owner.LargeBuffers.MaxMessageSize;
+
+    /// <inheritdoc/>
     public override CancellationToken ConnectionClosed
     {
         get
@@ -181,6 +187,13 @@ internal sealed class SocketConnection : TcpConnection, IThreadPoolWorkItem
     {
         ObjectDisposedException.ThrowIf(_closed, this);
         return Output.WriteAsync(data);
+    }
+
+    /// <inheritdoc/>
+    public override ValueTask WriteOwnedAsync(ReadOnlyMemory<byte> data)
+    {
+        ObjectDisposedException.ThrowIf(_closed, this);
+        return Output.WriteOwnedAsync(data);
     }
 
     /// <inheritdoc/>

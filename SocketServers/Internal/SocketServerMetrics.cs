@@ -56,6 +56,20 @@ internal static class SocketServerMetrics
         }
     }
 
+    /// <summary>Counts a TCP message that could not be received whole, which closed its connection.</summary>
+    /// <param name="server">The server it happened in.</param>
+    /// <param name="reason"><c>max_message_size</c> (longer than <see cref="TcpServerOptions.MaxMessageSize"/>) or
+    /// <c>memory_budget</c> (the budget of the buffers for long messages was spent).</param>
+    public static void MessageTooLarge(SocketServer server, string reason)
+    {
+        if (s_instruments.Current?.OversizedMessages is { Enabled: true } oversizedMessages)
+        {
+            TagList tags = Tags(server);
+            tags.Add("reason", reason);
+            oversizedMessages.Add(1, tags);
+        }
+    }
+
     /// <summary>Counts a failure the server went on after: a failed accept or receive, or an operation that threw.</summary>
     /// <param name="server">The server it happened in.</param>
     /// <param name="operation">What failed: <c>accept</c>, <c>receive</c>, <c>handler</c>, <c>reply</c> or <c>sweep</c>.</param>
@@ -157,6 +171,7 @@ internal static class SocketServerMetrics
             DatagramsDropped = meter.CreateCounter<long>("socketservers.dropped_datagrams", "{datagram}", "UDP datagrams not answered, by reason.");
             TlsHandshakeDuration = meter.CreateHistogram<double>("socketservers.tls.handshake.duration", "s", "How long TLS handshakes took, by protocol version or error.");
             HandshakeFailures = meter.CreateCounter<long>("socketservers.handshake_failures", "{connection}", "TCP connections closed before they started: a PROXY header or TLS handshake failed, by stage and reason.");
+            OversizedMessages = meter.CreateCounter<long>("socketservers.oversized_messages", "{message}", "TCP messages too large to receive whole, which closed their connection, by reason.");
             Errors = meter.CreateCounter<long>("socketservers.errors", "{error}", "Unexpected failures the server went on after, by operation and error type.");
             meter.CreateObservableUpDownCounter("socketservers.active_connections", () => Observe(ProtocolType.Tcp, static (s, c) => c.CurrentConnections), "{connection}", "TCP connections open now.");
             meter.CreateObservableUpDownCounter("socketservers.queued_connections", () => Observe(ProtocolType.Tcp, static (s, c) => s.QueuedConnections), "{connection}", "TCP clients waiting in the listen backlog (Linux).");
@@ -175,5 +190,7 @@ internal static class SocketServerMetrics
         public Histogram<double> TlsHandshakeDuration { get; }
 
         public Counter<long> HandshakeFailures { get; }
+
+        public Counter<long> OversizedMessages { get; }
     }
 }

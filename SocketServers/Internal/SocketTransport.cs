@@ -10,6 +10,9 @@ internal sealed class SocketTransport : ConnectionTransport
 {
     private readonly PooledSocketArgs _args;
 
+    // The head and body of a gathered send, reused: the args copies them into a list of its own, kept for the next.
+    private readonly ArraySegment<byte>[] _gather = new ArraySegment<byte>[2];
+
     public SocketTransport(Socket socket, EndPoint? remoteEndPoint, PooledSocketArgs args)
         : base(socket, remoteEndPoint)
     {
@@ -79,6 +82,30 @@ internal sealed class SocketTransport : ConnectionTransport
         finally
         {
             _args.SetBuffer(null, 0, 0);
+        }
+    }
+
+    /// <inheritdoc/>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    public override async ValueTask<(int Bytes, SocketError Error)> SendAsync(byte[]? head, int headOffset, int headCount, ArraySegment<byte> body)
+    {
+        if (headCount == 0)
+        {
+            return await SendAsync(body.Array!, body.Offset, body.Count).ConfigureAwait(false);
+        }
+
+        _gather[0] = new ArraySegment<byte>(head!, headOffset, headCount);
+        _gather[1] = body;
+        _args.BufferList = _gather;
+        try
+        {
+            await _args.SendAsync(Socket).ConfigureAwait(false);
+            return (_args.BytesTransferred, _args.SocketError);
+        }
+        finally
+        {
+            _args.BufferList = null;
+            _gather.AsSpan().Clear();
         }
     }
 
