@@ -134,10 +134,10 @@ internal static class Program
 
         if (settings.Resp)
         {
-            // The sample refuses, with an error reply, a request that would not fit in a connection's buffer.
+            // The sample refuses, with an error reply, a request longer than a connection's receive may grow.
             IConfigurationSection tcpSection = builder.Configuration.GetSection(HostSettings.TcpSection);
-            int bufferSize = tcpSection.GetValue<int?>(nameof(TcpServerOptions.BufferSize)) ?? new TcpServerOptions().BufferSize;
-            builder.Services.AddSingleton(_ => new RespConnectionHandler(new RespStore(TimeProvider.System, settings.RespMaxMemory), bufferSize));
+            int maxMessageSize = tcpSection.GetValue<int?>(nameof(TcpServerOptions.MaxMessageSize)) ?? new TcpServerOptions().MaxMessageSize;
+            builder.Services.AddSingleton(_ => new RespConnectionHandler(new RespStore(TimeProvider.System, settings.RespMaxMemory), maxMessageSize));
             builder.Services.AddTcpServer<RespConnectionHandler>(tcpSection);
         }
         else if (settings.RunTcp)

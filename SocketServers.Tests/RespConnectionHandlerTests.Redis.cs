@@ -61,24 +61,25 @@ public sealed partial class RespConnectionHandlerTests
         Assert.That(actual, Does.StartWith("-OOM command not allowed when used memory > 'maxmemory'.\r\n"));
     }
 
-    // A DEL of 1,000 keys (about 22 KB) is served by a buffer that holds it.
+    // Commands longer than a connection's buffer, as redis takes them: a DEL and an EXISTS of 1,000 keys (about 22 KB
+    // each) and a 9,000-byte value, with the server's default BufferSize (8 KiB) and MaxMessageSize (1 MiB).
     [Test]
     [CancelAfter(30_000)]
-    public async Task Redis_DelOfAThousandKeysWithinTheBuffer_SameRepliesAsRedisServer(CancellationToken cancellationToken)
+    public async Task Redis_CommandsLongerThanTheBuffer_SameRepliesAsRedisServer(CancellationToken cancellationToken)
     {
-        const int Buffer = 32 * 1024;
+        string value = new('v', 9_000);
         string stream = string.Concat(Enumerable.Range(0, 500).Select(i => Command("SET", $"key:{2 * i:D12}", "v")))
-            + Command(["DEL", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")]) + Command(["EXISTS", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")]);
+            + Command(["DEL", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")]) + Command(["EXISTS", .. Enumerable.Range(0, 1000).Select(i => $"key:{i:D12}")])
+            + Command("SET", "large", value) + Command("GET", "large");
         await using var redis = await RedisServerProcess.StartAsync(cancellationToken);
-        TcpServerOptions options = Options();
-        options.BufferSize = Buffer;
-        await using var server = await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(Buffer)), cancellationToken);
+        var options = new TcpServerOptions { Address = IPAddress.Loopback, Port = 0 };
+        await using var server = await Started.StartAsync(new TcpServer(options, new RespConnectionHandler(options.MaxMessageSize)), cancellationToken);
 
         string expected = await ExchangeAsync(redis.EndPoint, stream + Ping, cancellationToken);
         string actual = await ExchangeAsync(server.LocalEndPoint!, stream + Ping, cancellationToken);
 
         Assert.That(actual, Is.EqualTo(expected));
-        Assert.That(actual, Does.EndWith(":500\r\n:0\r\n+PONG\r\n"));
+        Assert.That(actual, Does.EndWith($":500\r\n:0\r\n+OK\r\n$9000\r\n{value}\r\n+PONG\r\n"));
     }
 
     // Expiry on the server's clock: lazily when a key is touched, and by the sweep for a key nobody touches.

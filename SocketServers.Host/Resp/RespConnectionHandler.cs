@@ -19,7 +19,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
     private readonly byte[] _requestTooLarge;
 
     /// <summary>Creates the handler over a store of its own.</summary>
-    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.BufferSize"/>.</param>
+    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.MaxMessageSize"/>.</param>
     public RespConnectionHandler(int maxRequestSize)
         : this(new RespStore(), maxRequestSize)
     {
@@ -27,7 +27,7 @@ internal sealed class RespConnectionHandler : TcpConnectionHandler
 
     /// <summary>Creates the handler over <paramref name="store"/>.</summary>
     /// <param name="store">The keys and values.</param>
-    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.BufferSize"/>.</param>
+    /// <param name="maxRequestSize">The longest request accepted: the server's <see cref="TcpServerOptions.MaxMessageSize"/>.</param>
     public RespConnectionHandler(RespStore store, int maxRequestSize)
     {
         ArgumentNullException.ThrowIfNull(store);
