@@ -129,7 +129,7 @@ internal sealed class SlotClaims<T> where T : class
 
         if (!hinted)
         {
-            hints.Hint(slot.Index, _pool.MaxHints);
+            hints.Hint(_pool.Registry.IndexOf(slot), _pool.MaxHints);
         }
 
         return true;

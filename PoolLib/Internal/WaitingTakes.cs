@@ -322,7 +322,7 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
             return null;
         }
 
-        hints.Hint(slot.Index, _pool.MaxHints);
+        hints.Hint(_pool.Registry.IndexOf(slot), _pool.MaxHints);
         return slot;
     }
 }
