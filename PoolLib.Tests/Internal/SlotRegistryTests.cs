@@ -151,6 +151,37 @@ public sealed class SlotRegistryTests
         Assert.That(registry.Slots.ToArray().Where(s => s is not null && older.Contains(s)), Is.EqualTo(older), "the slots kept their order");
     }
 
+    // An array of more than 32,768 entries is allocated on the thread pool: no removal allocates 512 KB or more itself.
+    [Test]
+    [CancelAfter(60_000)]
+    public async Task Remove_LargeRegistryThreeQuartersGone_AllocatesTheNewArrayOffTheRemovingThread(CancellationToken cancellationToken)
+    {
+        using var pool = new TrackedPool(1);
+        var registry = new SlotRegistry<TrackedObject>();
+        List<PoolSlot<TrackedObject>> live = [.. Enumerable.Range(0, 131_072).Select(_ => NewSlot(pool))];
+        live.ForEach(slot => registry.Add(slot, registry.Retirements));
+        while (live.Count > 131_072 / 4)
+        {
+            registry.Remove(live[^1]);
+            live.RemoveAt(live.Count - 1);
+        }
+
+        long allocated = GC.GetAllocatedBytesForCurrentThread();
+        registry.Remove(live[^1]);
+        live.RemoveAt(live.Count - 1);
+        Assert.That(GC.GetAllocatedBytesForCurrentThread() - allocated, Is.LessThan(65_536 * 8), "the removal did not allocate the array");
+
+        await Poll.UntilAsync(() => registry.IsCompacting, cancellationToken);
+        while (registry.IsCompacting)
+        {
+            registry.Remove(live[^1]);
+            live.RemoveAt(live.Count - 1);
+        }
+
+        Assert.That(registry.Capacity, Is.EqualTo(65_536));
+        AssertConsistent(registry, live);
+    }
+
     // Every operation is checked, in a seeded run that compacts and grows the registry many times over.
     [Test]
     public void AddAndRemove_InAnyOrderWhileCompacting_EverySlotIsOnceInTheArrayAtItsIndexAndTheOldOnesKeepTheirOrder()
