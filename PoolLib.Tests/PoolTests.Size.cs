@@ -60,22 +60,26 @@ public sealed partial class PoolTests
     }
 
     // A thread that takes its objects back through its hints leaves their stack entries stale; a take that then finds
-    // nothing idle must not walk them all (under a stack's lock) to learn it.
+    // nothing idle must not walk them all (under a stack's lock) to learn it, nor must a taker that waits, which looks
+    // at every stack before it sleeps.
     [Test]
     [CancelAfter(120_000)]
-    public void TryTakeSlot_AllIdleEntriesStaleAndNothingIdle_FailsWithoutWalkingThem(CancellationToken cancellationToken)
+    [TestCase(false)]
+    [TestCase(true)]
+    public void TryTakeSlot_AllIdleEntriesStaleAndNothingIdle_FailsWithoutWalkingThem(bool waits, CancellationToken cancellationToken)
     {
         const int Capacity = 4_096;
         using var pool = new TrackedPool(Capacity);
-        PoolSlot<TrackedObject>[] all = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
-        ReleaseAll(pool, all);
-        PoolSlot<TrackedObject>[] again = [.. Enumerable.Range(0, Capacity).Select(_ => pool.TakeSlot())];
+        PoolSlot<TrackedObject>[] again = TakeEveryObjectBackThroughHints(pool, Capacity);
         Assert.That(pool.IdleStacks.EntryCount, Is.EqualTo(Capacity), "every entry is stale: its slot was taken back through the hints");
 
-        bool took = OnOwnThread(() => pool.TryTakeSlot(out PoolSlot<TrackedObject>? none));
+        bool took = OnOwnThread(() => waits
+            ? pool.TryTakeSlot(TimeSpan.FromMilliseconds(1), out PoolSlot<TrackedObject>? none)
+            : pool.TryTakeSlot(out none));
 
         Assert.That(took, Is.False);
-        Assert.That(pool.IdleStacks.EntryCount, Is.GreaterThanOrEqualTo(Capacity - 64), "it looked at a bounded number of entries");
+        int looks = waits ? 2 : 1;
+        Assert.That(pool.IdleStacks.EntryCount, Is.GreaterThanOrEqualTo(Capacity - (looks * 64)), "each look (the take's, the wait's) saw a bounded number of entries");
         ReleaseAll(pool, again);
         AssertCounts(pool, total: Capacity, available: Capacity);
     }
@@ -98,6 +102,13 @@ public sealed partial class PoolTests
         Assert.That(found, Is.SameAs(other));
         Assert.That(pool.CreatedCount, Is.EqualTo(Stale + 1));
         ReleaseAll(pool, [.. mine, found!]);
+    }
+
+    /// <summary>Takes <paramref name="count"/> objects, releases them and takes them back: every stack entry is then stale.</summary>
+    private static PoolSlot<TrackedObject>[] TakeEveryObjectBackThroughHints(TrackedPool pool, int count)
+    {
+        ReleaseAll(pool, [.. Enumerable.Range(0, count).Select(_ => pool.TakeSlot())]);
+        return [.. Enumerable.Range(0, count).Select(_ => pool.TakeSlot())];
     }
 
     // What each object costs the pool beyond itself, against the least a pool with a handle per object does: a

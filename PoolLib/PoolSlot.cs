@@ -51,8 +51,10 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     internal PoolSlot<T>? StackNewer;
     internal PoolSlot<T>? StackOlder;
 
-    // Where the registry keeps the slot; written under the registry's lock, read as a hint.
+    // Where the registry keeps the slot: in its array (Index or NextIndex, by the registry's generation) and, while
+    // it compacts, in the array that will replace it (the other one). Written under the registry's lock, read as a hint.
     internal int Index;
+    internal int NextIndex;
 
     // What the pool's time-based options track per object; null while every such option is off.
     internal SlotHistory? History;

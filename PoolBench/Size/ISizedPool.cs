@@ -25,6 +25,9 @@ internal interface ISizedPool : IDisposable
 
     void Return(BenchItem item);
 
+    /// <summary>Ends a rental without keeping the object; the pools that do not track their objects drop it.</summary>
+    void Discard(BenchItem item);
+
     /// <summary>Drops idle objects down to four.</summary>
     void Trim();
 

@@ -18,6 +18,7 @@ internal sealed class SizeScenario(BenchOptions options)
     public const string NewThread = "first take on a new thread";
     public const string Failed = "failed take";
     public const string LongestFailedAfterRetake = "longest failed take after a thread took every object back";
+    public const string LongestDiscard = "longest discarding release";
     public const string Growth = "growth: each take creates";
     public const string AfterBurst = "take after a trimmed burst";
     public const string HighThreadId = "own object, thread id above 4,096";
@@ -98,6 +99,7 @@ internal sealed class SizeScenario(BenchOptions options)
         yield return Cell(impl, size, NewThread, () => MeasureNewThread(impl, size));
         yield return Cell(impl, size, Failed, () => MeasureFailed(impl, size));
         yield return Cell(impl, size, LongestFailedAfterRetake, () => MeasureLongestFailedAfterRetake(impl, size));
+        yield return Cell(impl, size, LongestDiscard, () => MeasureLongestDiscard(impl, size));
         yield return Cell(impl, size, Growth, () => MeasureGrowth(impl, size));
         yield return Cell(impl, size, AfterBurst, () => MeasureAfterBurst(impl, size));
         (double low, double high) = MeasureOwnObjects(impl, size, threads);
@@ -222,6 +224,42 @@ internal sealed class SizeScenario(BenchOptions options)
                         throw new InvalidOperationException($"{impl}: a take from an exhausted pool succeeded");
                     }
 
+                    most = Math.Max(most, Stopwatch.GetElapsedTime(start).TotalNanoseconds);
+                }
+
+                return most;
+            });
+            if (GC.CollectionCount(0) == collections)
+            {
+                longest.Add(ns);
+            }
+        }
+
+        return longest.Count == 0 ? null : Median(longest);
+    }
+
+    /// <summary>
+    /// A thread takes every object and discards them all, one by one (ours shrinks its registry on the way; the peers,
+    /// which do not track their objects, drop each, which times the clock alone): the longest single discard, the median
+    /// over rounds without a collection.
+    /// </summary>
+    private double? MeasureLongestDiscard(string impl, int size)
+    {
+        var longest = new List<double>();
+        for (int round = 0; round < _rounds; round++)
+        {
+            using ISizedPool pool = SizedPools.Create(impl, size);
+            int collections = 0;
+            double ns = OnThread(() =>
+            {
+                BenchItem[] taken = TakeAll(pool, size);
+                GC.Collect();
+                collections = GC.CollectionCount(0);
+                double most = 0;
+                foreach (BenchItem item in taken)
+                {
+                    long start = Stopwatch.GetTimestamp();
+                    pool.Discard(item);
                     most = Math.Max(most, Stopwatch.GetElapsedTime(start).TotalNanoseconds);
                 }
 
@@ -401,9 +439,15 @@ internal sealed class SizeScenario(BenchOptions options)
 
     private void Print(List<SizeResult> results, ThreadIds threads)
     {
-        foreach (string name in new[] { Steal, NewThread, Failed, LongestFailedAfterRetake, Growth, AfterBurst, LowThreadId, HighThreadId })
+        foreach (string name in new[] { Steal, NewThread, Failed, LongestFailedAfterRetake, LongestDiscard, Growth, AfterBurst, LowThreadId, HighThreadId })
         {
-            SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per take{(name is LowThreadId or HighThreadId ? "+return pair" : "")} " +
+            string unit = name switch
+            {
+                LowThreadId or HighThreadId => "take+return pair",
+                LongestDiscard => "discard",
+                _ => "take",
+            };
+            SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per {unit} " +
                 $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good; vs bag + handle = ours / a ConcurrentBag of handles each claimed by a compare-and-swap; in brackets, the collector's pauses per take){options.QuickLabel}");
         }
 

@@ -41,6 +41,8 @@ internal static class SizedPools
 
         public void Return(BenchItem item) => _pool.Release(item.Slot!);
 
+        public void Discard(BenchItem item) => item.Slot!.Discard();
+
         public void Trim() => _pool.Trim();
 
         public bool TryTake(TimeSpan timeout) => _pool.TryTakeSlot(timeout, out _);
@@ -66,6 +68,10 @@ internal static class SizedPools
         public BenchItem TakeOrCreate() => _pool.Get();
 
         public void Return(BenchItem item) => _pool.Return(item);
+
+        public void Discard(BenchItem item)
+        {
+        }
 
         public void Trim()
         {
@@ -96,6 +102,10 @@ internal static class SizedPools
         public BenchItem TakeOrCreate() => _items.TryTake(out BenchItem? item) ? item : new BenchItem();
 
         public void Return(BenchItem item) => _items.Add(item);
+
+        public void Discard(BenchItem item)
+        {
+        }
 
         public void Trim()
         {
@@ -132,6 +142,10 @@ internal static class SizedPools
         {
             item.Handle!.Release();
             _handles.Add(item.Handle);
+        }
+
+        public void Discard(BenchItem item)
+        {
         }
 
         public void Trim()

@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 
 namespace PoolLib.Internal;
@@ -19,6 +20,49 @@ internal sealed class SlotClaims<T> where T : class
     public SlotClaims(Pool<T> pool) => _pool = pool;
 
     /// <summary>
+    /// Claims an idle slot from the stacks, looking at <see cref="EntriesBeforeCounting"/> entries before it asks the
+    /// threads' idle counts whether any is idle; with none, it gives up there, leaving the other stale entries.
+    /// </summary>
+    /// <param name="slot">The slot claimed.</param>
+    /// <param name="waiting">For a queued waiter, which must meet every idle slot before it sleeps: it locks every stack, and trusts a count of none only after a process-wide barrier.</param>
+    /// <param name="sawReturning">Set when an entry of a slot still being returned was passed over.</param>
+    public bool TryTakeFromStacks([NotNullWhen(true)] out PoolSlot<T>? slot, bool waiting, ref bool sawReturning)
+    {
+        int budget = EntriesBeforeCounting;
+        if (_pool.IdleStacks.TryTake(out slot, lookEverywhere: waiting, ref sawReturning, ref budget))
+        {
+            return true;
+        }
+
+        if (budget >= 0 || !AnyIdle(waiting))
+        {
+            return false;
+        }
+
+        budget = int.MaxValue;
+        return _pool.IdleStacks.TryTake(out slot, lookEverywhere: waiting, ref sawReturning, ref budget);
+    }
+
+    /// <summary>Whether the threads' idle counts say some slot is idle; for a waiter, counting every publication it must meet.</summary>
+    private bool AnyIdle(bool waiting)
+    {
+        if (_pool.Hints.SumIdleBalances() > 0)
+        {
+            return true;
+        }
+
+        if (!waiting)
+        {
+            return false;
+        }
+
+        // A releaser publishes and counts, then reads the waiter queue's word, with no fence between: it may have read
+        // no waiter while neither of its stores is seen here. After the barrier both are, or its read sees this waiter.
+        Interlocked.MemoryBarrierProcessWide();
+        return _pool.Hints.SumIdleBalances() > 0;
+    }
+
+    /// <summary>
     /// For a take that its thread's hints did not serve: an idle object from the stacks, else a new one
     /// within the cap. Null when neither is there, or with <paramref name="refused"/> set when the idle
     /// object found was refused and discarded, so that another may be.
@@ -27,15 +71,7 @@ internal sealed class SlotClaims<T> where T : class
     public PoolSlot<T>? TakeIdleOrNew(ThreadHints<T> hints, out bool refused)
     {
         bool unused = false;
-        int budget = EntriesBeforeCounting;
-        bool found = _pool.IdleStacks.TryTake(out PoolSlot<T>? slot, lookEverywhere: false, ref unused, ref budget);
-        if (!found && budget < 0 && _pool.Hints.SumIdleBalances() > 0)
-        {
-            budget = int.MaxValue;
-            found = _pool.IdleStacks.TryTake(out slot, lookEverywhere: false, ref unused, ref budget);
-        }
-
-        if (found && slot is not null)
+        if (TryTakeFromStacks(out PoolSlot<T>? slot, waiting: false, ref unused))
         {
             hints.CountIdle(-1);
             refused = !TryAccept(slot, hints, hinted: false, keepUnit: false, out _);
@@ -129,7 +165,7 @@ internal sealed class SlotClaims<T> where T : class
 
         if (!hinted)
         {
-            hints.Hint(slot.Index, _pool.MaxHints);
+            hints.Hint(_pool.Registry.IndexOf(slot), _pool.MaxHints);
         }
 
         return true;

@@ -262,10 +262,9 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
 
     public bool TryClaimIdle(PoolSlot<T>? released, bool scan, [NotNullWhen(true)] out PoolSlot<T>? slot, ref bool sawReturning)
     {
-        // A waiter's look is whole: it must meet every idle slot before it sleeps.
-        int everything = int.MaxValue;
+        // A waiter's look meets every idle slot before it sleeps, but walks past stale entries only while one is idle.
         if ((released is not null && released.TryClaimIdle() && (slot = released) is not null)
-            || (scan && _pool.IdleStacks.TryTake(out slot, lookEverywhere: true, ref sawReturning, ref everything)))
+            || (scan && _pool.Claims.TryTakeFromStacks(out slot, waiting: true, ref sawReturning)))
         {
             _pool.Hints.Current.CountIdle(-1);
             return true;
@@ -322,7 +321,7 @@ internal sealed class WaitingTakes<T> : TakeWaiters<T>.ISupply where T : class
             return null;
         }
 
-        hints.Hint(slot.Index, _pool.MaxHints);
+        hints.Hint(_pool.Registry.IndexOf(slot), _pool.MaxHints);
         return slot;
     }
 }
