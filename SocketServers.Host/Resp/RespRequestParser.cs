@@ -67,69 +67,9 @@ internal static class RespRequestParser
             }
 
             int start = write;
-            byte quote = 0;
-            while (true)
+            if (!TryUndoArgument(line, end, ref read, ref write))
             {
-                if (quote == 0)
-                {
-                    if (read == end || line[read] is (byte)' ' or (byte)'\t' or (byte)'\r' or (byte)'\n')
-                    {
-                        break;
-                    }
-
-                    if (line[read] is (byte)'"' or (byte)'\'')
-                    {
-                        quote = line[read++];
-                    }
-                    else
-                    {
-                        line[write++] = line[read++];
-                    }
-
-                    continue;
-                }
-
-                if (read == end)
-                {
-                    return RespParseStatus.UnbalancedQuotes;
-                }
-
-                if (line[read] == quote)
-                {
-                    // A closing quote ends the argument: only a space or the end of the line may follow it.
-                    if (++read < end && !IsSpace(line[read]))
-                    {
-                        return RespParseStatus.UnbalancedQuotes;
-                    }
-
-                    break;
-                }
-
-                // Each step writes at most one byte and reads at least one, so it never overwrites what it has yet to read.
-                if (line[read] == (byte)'\\' && read + 1 < end && (quote == (byte)'"' || line[read + 1] == (byte)'\''))
-                {
-                    if (quote == (byte)'"' && line[read + 1] == (byte)'x' && read + 3 < end
-                        && byte.TryParse(line.Slice(read + 2, 2), System.Globalization.NumberStyles.AllowHexSpecifier, null, out byte value))
-                    {
-                        line[write++] = value;
-                        read += 4;
-                        continue;
-                    }
-
-                    line[write++] = line[read + 1] switch
-                    {
-                        (byte)'n' => (byte)'\n',
-                        (byte)'r' => (byte)'\r',
-                        (byte)'t' => (byte)'\t',
-                        (byte)'b' => (byte)'\b',
-                        (byte)'a' => (byte)'\a',
-                        byte other => other,
-                    };
-                    read += 2;
-                    continue;
-                }
-
-                line[write++] = line[read++];
+                return RespParseStatus.UnbalancedQuotes;
             }
 
             if (count < arguments.Length)
@@ -139,6 +79,78 @@ internal static class RespRequestParser
 
             count++;
         }
+    }
+
+    /// <summary>Undoes one argument of a quoted inline line, from <paramref name="read"/> to the space or end after it,
+    /// writing it at <paramref name="write"/>.</summary>
+    /// <returns>Whether its quotes balance, and a closing quote is followed by a space or the line's end.</returns>
+    private static bool TryUndoArgument(Span<byte> line, int end, ref int read, ref int write)
+    {
+        byte quote = 0;
+        while (true)
+        {
+            if (quote == 0)
+            {
+                if (read == end || line[read] is (byte)' ' or (byte)'\t' or (byte)'\r' or (byte)'\n')
+                {
+                    return true;
+                }
+
+                if (line[read] is (byte)'"' or (byte)'\'')
+                {
+                    quote = line[read++];
+                }
+                else
+                {
+                    line[write++] = line[read++];
+                }
+
+                continue;
+            }
+
+            if (read == end)
+            {
+                return false;
+            }
+
+            if (line[read] == quote)
+            {
+                // A closing quote ends the argument: only a space or the end of the line may follow it.
+                return ++read == end || IsSpace(line[read]);
+            }
+
+            // Each step writes at most one byte and reads at least one, so it never overwrites what it has yet to read.
+            if (line[read] == (byte)'\\' && read + 1 < end && (quote == (byte)'"' || line[read + 1] == (byte)'\''))
+            {
+                UndoEscape(line, end, quote, ref read, ref write);
+                continue;
+            }
+
+            line[write++] = line[read++];
+        }
+    }
+
+    /// <summary>Undoes the escape at <paramref name="read"/> (a backslash and what follows it) inside <paramref name="quote"/>.</summary>
+    private static void UndoEscape(Span<byte> line, int end, byte quote, ref int read, ref int write)
+    {
+        if (quote == (byte)'"' && line[read + 1] == (byte)'x' && read + 3 < end
+            && byte.TryParse(line.Slice(read + 2, 2), System.Globalization.NumberStyles.AllowHexSpecifier, null, out byte value))
+        {
+            line[write++] = value;
+            read += 4;
+            return;
+        }
+
+        line[write++] = line[read + 1] switch
+        {
+            (byte)'n' => (byte)'\n',
+            (byte)'r' => (byte)'\r',
+            (byte)'t' => (byte)'\t',
+            (byte)'b' => (byte)'\b',
+            (byte)'a' => (byte)'\a',
+            byte other => other,
+        };
+        read += 2;
     }
 
     private static RespParseStatus TryParseRequest(ReadOnlySpan<byte> input, Span<(int Start, int Length)> arguments, int maxRequestSize, out int consumed, out int count)
