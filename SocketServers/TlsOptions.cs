@@ -13,8 +13,8 @@ public sealed class TlsOptions
     /// <summary>The largest accepted <see cref="MaxHandshakesInFlight"/>: 1,000,000.</summary>
     public const int MaxHandshakesLimit = 1_000_000;
 
-    // A handshake costs 1-2 ms of CPU and waits two round trips for the client: about 100 in flight per core keep the
-    // core busy over 100 ms round trips, and more would only queue for the CPU (README: TLS).
+    // Enough handshakes in flight to keep a core busy while clients make their round trips; more only queue for the
+    // CPU (README: TLS).
     private int _maxHandshakesInFlight = Environment.ProcessorCount * 100;
     private ClientCertificateMode _clientCertificateMode;
 

@@ -15,9 +15,8 @@ internal sealed class SlotRegistry<T> where T : class
 
     private const int MinLength = 16;
 
-    // The longest array a Remove allocates itself: a few hundred KB zeroed, tens of microseconds. A longer one (4 MB at
-    // 1,000,000 slots, 0.7 to 2 ms with its page faults) is allocated on the thread pool, and the compaction begins
-    // with the first operation after it.
+    // The longest array a Remove allocates itself; a longer one, whose zeroing would hold one release, is allocated on
+    // the thread pool, and the compaction begins with the first operation after it.
     private const int InlineAllocationLimit = 32_768;
 
     private readonly int _compactionStep;
