@@ -35,7 +35,9 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     private const int UseStampedFlag = 2;
 
     private readonly Pool<T> _owner;
-    private readonly T _object;
+
+    // Set once, by a constructor or by Fill, before the slot is registered or handed to anyone.
+    private T _object = null!;
     private int _state = Rented + OneRental;
 
     // RetiredFlag: set once, by Clear or the lifetime sweep: the object goes at its next take or release.
@@ -63,11 +65,10 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     // UseStampedFlag, only while a listener has the histogram on.
     internal long UseStart;
 
+    internal PoolSlot(Pool<T> owner) => _owner = owner;
+
     internal PoolSlot(Pool<T> owner, T @object)
-    {
-        _owner = owner;
-        _object = @object;
-    }
+        : this(owner) => _object = @object;
 
     /// <summary>Gets the pooled object this slot holds.</summary>
     public T Object => _object;
@@ -80,6 +81,9 @@ public sealed class PoolSlot<T> : IDisposable where T : class
     public int Rental => Volatile.Read(ref _state) >>> 2;
 
     internal Pool<T> Owner => _owner;
+
+    /// <summary>Gives the new slot its object, which is made after the slot (see SlotLifecycle.CreateSlot).</summary>
+    internal void Fill(T @object) => _object = @object;
 
     internal bool IsIdle => (Volatile.Read(ref _state) & PhaseMask) == Idle;
 

@@ -75,6 +75,10 @@ internal sealed class SlotLifecycle<T> where T : class
     {
         // A Clear that begins while the object is made cannot see it: the registration retires it then.
         int retirements = _pool.Registry.Retirements;
+
+        // The slot first: its state word, the last of its fields, then lies beside its own object in memory, not beside
+        // the next object made, which another thread may be using (PoolLib/README, "What the handle costs").
+        var slot = new PoolSlot<T>(_pool);
         T @object;
         try
         {
@@ -86,15 +90,20 @@ internal sealed class SlotLifecycle<T> where T : class
             throw;
         }
 
-        return CreateSlot(@object, retirements);
+        slot.Fill(@object);
+        return Register(slot, retirements);
     }
 
     /// <summary>Gives a new object its slot, rented, with one unit of the cap the caller already holds.</summary>
     /// <param name="object">The object.</param>
     /// <param name="retirements">The registry's <see cref="SlotRegistry{T}.Retirements"/> from before the object was made.</param>
-    public PoolSlot<T> CreateSlot(T @object, int retirements)
+    public PoolSlot<T> CreateSlot(T @object, int retirements) => Register(new PoolSlot<T>(_pool, @object), retirements);
+
+    /// <summary>Starts the history of a slot whose object was just made, registers it, rented, and hands it to its object.</summary>
+    private PoolSlot<T> Register(PoolSlot<T> slot, int retirements)
     {
-        var slot = new PoolSlot<T>(_pool, @object) { History = _pool.Maintenance?.NewHistory() ?? (_stampsReleases ? new SlotHistory(_time.GetTimestamp()) : null) };
+        T @object = slot.Object;
+        slot.History = _pool.Maintenance?.NewHistory() ?? (_stampsReleases ? new SlotHistory(_time.GetTimestamp()) : null);
         try
         {
             _pool.Registry.Add(slot, retirements);
