@@ -6,20 +6,6 @@ namespace PoolBench.Size;
 /// <summary>What every <c>size</c> cell does with its pools: take, return and time on a thread of the cell's own.</summary>
 internal static class SizedPoolWork
 {
-    /// <summary>Takes and returns an object <paramref name="pairs"/> times, writing into it as a user would: ns per pair.</summary>
-    public static double TimePairs(ISizedPool pool, int pairs)
-    {
-        long start = Stopwatch.GetTimestamp();
-        for (int i = 0; i < pairs; i++)
-        {
-            BenchItem item = pool.TakeOrCreate();
-            item.Buffer[0] = (byte)i;
-            pool.Return(item);
-        }
-
-        return Stopwatch.GetElapsedTime(start).TotalNanoseconds / pairs;
-    }
-
     public static BenchItem[] TakeAll(ISizedPool pool, int count) => [.. Enumerable.Range(0, count).Select(_ => pool.TakeOrCreate())];
 
     public static int ReturnAll(ISizedPool pool, BenchItem[] items)
