@@ -13,7 +13,7 @@ namespace PoolBench.Size;
 /// a trimmed burst, a thread whose id is above 4,096, and how long a 1 ms timed take waits.
 /// Most objects are held by other threads throughout, as in a server with that many connections.
 /// </summary>
-internal sealed class SizeScenario(BenchOptions options)
+internal sealed class SizeScenario
 {
     public const string Steal = "take of an object the thread never took";
     public const string NewThread = "first take on a new thread";
@@ -27,11 +27,22 @@ internal sealed class SizeScenario(BenchOptions options)
 
     private static readonly Logger s_log = LogManager.GetCurrentClassLogger();
 
-    private readonly int[] _sizes = options.Quick ? [1_000, 10_000] : [1_000, 10_000, 100_000, 1_000_000];
-    private readonly int _rounds = RoundsPerCell(options);
-    private readonly TakeCells _takes = new(RoundsPerCell(options), options.Quick);
-    private readonly LongestOperationCells _longest = new(RoundsPerCell(options));
-    private readonly OwnObjectCells _own = new(RoundsPerCell(options), options.Quick);
+    private readonly BenchOptions _options;
+    private readonly int[] _sizes;
+    private readonly int _rounds;
+    private readonly TakeCells _takes;
+    private readonly LongestOperationCells _longest;
+    private readonly OwnObjectCells _own;
+
+    public SizeScenario(BenchOptions options)
+    {
+        _options = options;
+        _sizes = options.Quick ? [1_000, 10_000] : [1_000, 10_000, 100_000, 1_000_000];
+        _rounds = options.Quick ? 3 : 9;
+        _takes = new TakeCells(_rounds, options.Quick);
+        _longest = new LongestOperationCells(_rounds);
+        _own = new OwnObjectCells(_rounds, options.Quick);
+    }
 
     public void Run(BenchReport report)
     {
@@ -62,7 +73,7 @@ internal sealed class SizeScenario(BenchOptions options)
     /// </summary>
     private void WarmUp(ThreadIds threads)
     {
-        int maxPasses = options.Quick ? 1 : 30;
+        int maxPasses = _options.Quick ? 1 : 30;
         long compiled = -1;
         int quietPasses = 0;
         for (int pass = 1; pass <= maxPasses; pass++)
@@ -86,7 +97,7 @@ internal sealed class SizeScenario(BenchOptions options)
             }
         }
 
-        if (options.Quick)
+        if (_options.Quick)
         {
             s_log.Info("size: one warm-up pass (quick): the cells may run code still being tiered up");
             return;
@@ -108,8 +119,6 @@ internal sealed class SizeScenario(BenchOptions options)
         yield return Cell(impl, size, LowThreadId, () => low);
         yield return Cell(impl, size, HighThreadId, () => high);
     }
-
-    private static int RoundsPerCell(BenchOptions options) => options.Quick ? 3 : 9;
 
     private static SizeResult Cell(string impl, int size, string name, Func<double?> measure) => Cell(impl, size, name, () => (measure(), null));
 
@@ -153,10 +162,10 @@ internal sealed class SizeScenario(BenchOptions options)
                 _ => "take",
             };
             SizeTables.NsTable(results, name, _sizes).Print($"size: {name}, ns per {unit} " +
-                $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good; vs bag + handle = ours / a ConcurrentBag of handles each claimed by a compare-and-swap; in brackets, the collector's pauses per take){options.QuickLabel}");
+                $"(vs 1,000 = ours at N / ours at 1,000; vs ConcurrentBag = ours / ConcurrentBag, both at most 1 is good; vs bag + handle = ours / a ConcurrentBag of handles each claimed by a compare-and-swap; in brackets, the collector's pauses per take){_options.QuickLabel}");
         }
 
-        SizeTables.ThreadIdTable(results, _sizes, threads).Print($"size: a thread whose id is above 4,096 against thread {threads.LowId}, ours{options.QuickLabel}");
-        SizeTables.TimedTable(results, _sizes).Print($"size: how long ours waits in TryTakeSlot(1 ms) on an exhausted pool, ms{options.QuickLabel}");
+        SizeTables.ThreadIdTable(results, _sizes, threads).Print($"size: a thread whose id is above 4,096 against thread {threads.LowId}, ours{_options.QuickLabel}");
+        SizeTables.TimedTable(results, _sizes).Print($"size: how long ours waits in TryTakeSlot(1 ms) on an exhausted pool, ms{_options.QuickLabel}");
     }
 }

@@ -76,7 +76,7 @@ internal sealed class SlotLifecycle<T> where T : class
         // A Clear that begins while the object is made cannot see it: the registration retires it then.
         int retirements = _pool.Registry.Retirements;
 
-        // The slot first: its state word, the last of its fields, then lies beside its own object in memory, not beside
+        // The slot first: its state word, among its last fields, then lies beside its own object in memory, not beside
         // the next object made, which another thread may be using (PoolLib/README, "What the handle costs").
         var slot = new PoolSlot<T>(_pool);
         T @object;
